@@ -1,0 +1,267 @@
+//! Position conversion: the only place where byte offsets, characters, UTF-16 code units and
+//! 0-/1-based lines and columns are converted into one another.
+//!
+//! Inside the Engine every location is a **byte offset** into UTF-8 text (what tree-sitter and
+//! the grep crates use). At the edges:
+//! - LSP speaks [`Position`]: a 0-based line and a 0-based column counted in the code units of
+//!   the negotiated `positionEncoding` (LSP 3.17, "Position" and "PositionEncodingKind"; UTF-16
+//!   when nothing was negotiated);
+//! - MCP tools and the CLI speak 1-based lines and 1-based columns counted in characters
+//!   (Unicode scalar values, i.e. UTF-32 code units), see [`OneBased`].
+//!
+//! Line breaks are `\n`, `\r\n` and `\r`, as LSP defines them (ropey is built with `cr_lines`
+//! and without Unicode line breaks for exactly this reason).
+//!
+//! Offsets and positions from servers and agents are untrusted: conversions never panic; they
+//! clamp to the nearest valid location and say so with [`Fidelity::Clamped`]. The clamps follow
+//! LSP 3.17 "Position": a column past the end of its line means the end of the line (the line
+//! break is not part of the line); a line past the end of the text means the end of the text.
+
+use ropey::{Rope, RopeSlice};
+
+/// The code unit in which columns are counted (LSP's `PositionEncodingKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Bytes of UTF-8 (`"utf-8"`).
+    Utf8,
+    /// UTF-16 code units (`"utf-16"`, LSP's mandatory default).
+    Utf16,
+    /// Unicode scalar values (`"utf-32"`), i.e. characters.
+    Utf32,
+}
+
+impl Encoding {
+    /// The LSP `PositionEncodingKind` string.
+    pub fn lsp_name(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Utf16 => "utf-16",
+            Encoding::Utf32 => "utf-32",
+        }
+    }
+
+    /// Parses an LSP `PositionEncodingKind` string.
+    pub fn from_lsp_name(name: &str) -> Option<Encoding> {
+        match name {
+            "utf-8" => Some(Encoding::Utf8),
+            "utf-16" => Some(Encoding::Utf16),
+            "utf-32" => Some(Encoding::Utf32),
+            _ => None,
+        }
+    }
+
+    /// Code units that `ch` occupies in this encoding.
+    fn units(self, ch: char) -> usize {
+        match self {
+            Encoding::Utf8 => ch.len_utf8(),
+            Encoding::Utf16 => ch.len_utf16(),
+            Encoding::Utf32 => 1,
+        }
+    }
+}
+
+/// Whether a conversion landed exactly or had to clamp an out-of-range input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fidelity {
+    Exact,
+    /// The input pointed past a line's end, past the text's end, or inside a character's
+    /// encoding; the result is the nearest valid location before it.
+    Clamped,
+}
+
+impl Fidelity {
+    fn and(self, other: Fidelity) -> Fidelity {
+        if self == Fidelity::Exact { other } else { Fidelity::Clamped }
+    }
+}
+
+/// A 0-based line and a 0-based column in code units of some [`Encoding`] (LSP's `Position`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+/// A 1-based line and a 1-based column in characters: the unit of MCP tools and the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OneBased {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl OneBased {
+    /// The 0-based [`Position`] in [`Encoding::Utf32`]; `None` when line or column is 0.
+    pub fn to_position(self) -> Option<Position> {
+        Some(Position { line: self.line.checked_sub(1)?, character: self.column.checked_sub(1)? })
+    }
+
+    /// The 1-based form of a [`Position`] counted in [`Encoding::Utf32`].
+    pub fn from_position(position: Position) -> OneBased {
+        OneBased { line: position.line.saturating_add(1), column: position.character.saturating_add(1) }
+    }
+}
+
+/// Number of lines as an editor shows them: a final line break does not start a new line, and
+/// empty text has 0 lines. (`ropey` counts the empty line after a final break; `wc -l` counts
+/// breaks; this counts what `grep -n` can number.)
+pub fn line_count(text: &Rope) -> usize {
+    let lines = text.len_lines();
+    if text.len_bytes() == 0 {
+        0
+    } else if ends_with_line_break(text) {
+        lines - 1
+    } else {
+        lines
+    }
+}
+
+fn ends_with_line_break(text: &Rope) -> bool {
+    matches!(text.bytes_at(text.len_bytes()).prev(), Some(b'\n' | b'\r'))
+}
+
+/// The text of 0-based line `line` without its line break, or `None` past the end.
+pub fn line_text(text: &Rope, line: usize) -> Option<RopeSlice<'_>> {
+    if line >= text.len_lines() {
+        return None;
+    }
+    let slice = text.line(line);
+    Some(slice.byte_slice(..slice.len_bytes() - line_break_len(slice)))
+}
+
+/// Byte length of the line break (0, 1 or 2) at the end of a line slice.
+fn line_break_len(line: RopeSlice<'_>) -> usize {
+    let n = line.len_bytes();
+    let mut bytes = line.bytes_at(n);
+    match (bytes.prev(), bytes.prev()) {
+        (Some(b'\n'), Some(b'\r')) => 2,
+        (Some(b'\n' | b'\r'), _) => 1,
+        _ => 0,
+    }
+}
+
+/// Converts a byte offset into a [`Position`] in `encoding`.
+///
+/// An offset past the end clamps to the end; an offset inside a character clamps to its start.
+pub fn offset_to_position(text: &Rope, offset: usize, encoding: Encoding) -> (Position, Fidelity) {
+    let (offset, fidelity) = clamp_offset(text, offset);
+    let line = text.byte_to_line(offset);
+    let line_start = text.line_to_byte(line);
+    let column = units_between(text, line_start, offset, encoding);
+    (Position { line: to_u32(line), character: to_u32(column) }, fidelity)
+}
+
+/// Converts a [`Position`] in `encoding` into a byte offset.
+///
+/// A line past the end clamps to the end of the text; a column past the line's end clamps to
+/// the end of the line (before its break); a column inside a character clamps to its start.
+pub fn position_to_offset(text: &Rope, position: Position, encoding: Encoding) -> (usize, Fidelity) {
+    let line = position.line as usize;
+    let Some(line_slice) = line_text(text, line) else {
+        return (text.len_bytes(), Fidelity::Clamped);
+    };
+    let line_start = text.line_to_byte(line);
+    let (byte, fidelity) = byte_of_column_in(line_slice.chars(), position.character as usize, encoding);
+    (line_start + byte, fidelity)
+}
+
+/// Converts a 1-based line and character column (the MCP/CLI unit) into a byte offset.
+///
+/// Line or column 0 clamps to 1. See [`position_to_offset`] for the other clamps.
+pub fn one_based_to_offset(text: &Rope, at: OneBased) -> (usize, Fidelity) {
+    let position = Position { line: at.line.saturating_sub(1), character: at.column.saturating_sub(1) };
+    let fidelity = if at.line == 0 || at.column == 0 { Fidelity::Clamped } else { Fidelity::Exact };
+    let (offset, inner) = position_to_offset(text, position, Encoding::Utf32);
+    (offset, fidelity.and(inner))
+}
+
+/// Converts a byte offset into a 1-based line and character column (the MCP/CLI unit).
+pub fn offset_to_one_based(text: &Rope, offset: usize) -> (OneBased, Fidelity) {
+    let (position, fidelity) = offset_to_position(text, offset, Encoding::Utf32);
+    (OneBased::from_position(position), fidelity)
+}
+
+/// The 0-based column, in `encoding` units, of byte `byte` within one line of text.
+///
+/// For callers that hold a line as a string (the search module). A byte past the line's end
+/// clamps to the end; a byte inside a character clamps to its start.
+pub fn column_in_line(line: &str, byte: usize, encoding: Encoding) -> (u32, Fidelity) {
+    let mut fidelity = Fidelity::Exact;
+    let mut end = byte;
+    if end > line.len() {
+        end = line.len();
+        fidelity = Fidelity::Clamped;
+    }
+    while !line.is_char_boundary(end) {
+        end -= 1;
+        fidelity = Fidelity::Clamped;
+    }
+    let head = &line[..end];
+    let column = match encoding {
+        Encoding::Utf8 => head.len(),
+        Encoding::Utf16 => head.encode_utf16().count(),
+        Encoding::Utf32 => head.chars().count(),
+    };
+    (to_u32(column), fidelity)
+}
+
+/// The byte index within one line of the 0-based `column` counted in `encoding` units.
+pub fn byte_in_line(line: &str, column: u32, encoding: Encoding) -> (usize, Fidelity) {
+    let line = line.trim_end_matches(['\n', '\r']);
+    byte_of_column_in(line.chars(), column as usize, encoding)
+}
+
+fn byte_of_column_in(chars: impl Iterator<Item = char>, column: usize, encoding: Encoding) -> (usize, Fidelity) {
+    let mut units = 0;
+    let mut byte = 0;
+    for ch in chars {
+        if units == column {
+            return (byte, Fidelity::Exact);
+        }
+        let next = units + encoding.units(ch);
+        if next > column {
+            // `column` points inside this character's encoding.
+            return (byte, Fidelity::Clamped);
+        }
+        units = next;
+        byte += ch.len_utf8();
+    }
+    let fidelity = if units == column { Fidelity::Exact } else { Fidelity::Clamped };
+    (byte, fidelity)
+}
+
+fn clamp_offset(text: &Rope, offset: usize) -> (usize, Fidelity) {
+    let len = text.len_bytes();
+    if offset > len {
+        return (len, Fidelity::Clamped);
+    }
+    // Walk back to a character boundary: a boundary byte is not a UTF-8 continuation byte.
+    let mut at = offset;
+    let mut fidelity = Fidelity::Exact;
+    while at < len && at > 0 && is_continuation(text.byte(at)) {
+        at -= 1;
+        fidelity = Fidelity::Clamped;
+    }
+    (at, fidelity)
+}
+
+fn is_continuation(byte: u8) -> bool {
+    byte & 0b1100_0000 == 0b1000_0000
+}
+
+fn units_between(text: &Rope, start: usize, end: usize, encoding: Encoding) -> usize {
+    match encoding {
+        Encoding::Utf8 => end - start,
+        Encoding::Utf32 => text.byte_to_char(end) - text.byte_to_char(start),
+        Encoding::Utf16 => {
+            let (start, end) = (text.byte_to_char(start), text.byte_to_char(end));
+            text.char_to_utf16_cu(end) - text.char_to_utf16_cu(start)
+        }
+    }
+}
+
+fn to_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! Text search over the workspace walk, in process, with ripgrep's own libraries.
+//!
+//! The walk is `ignore`'s parallel walker (`.gitignore`, `.ignore`, hidden files, file types as
+//! ripgrep names them); matching is `grep-regex` + `grep-searcher`. Open documents are searched
+//! in their live text instead of the disk's, and unsaved buffers of files that do not exist on
+//! disk yet are searched too.
+//!
+//! Counting follows `grep -c`: a line with several matches counts once. Results are ordered by
+//! path, then line, so the first `max_results` are the same on every run whatever the thread
+//! interleaving; totals always cover the whole walk.
+
+mod sink;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::overrides::OverrideBuilder;
+use ignore::types::{Types, TypesBuilder};
+use ignore::{WalkBuilder, WalkState};
+
+use crate::documents::DocumentStore;
+use crate::workspace::{ResolvedPath, Workspace};
+
+/// What to search for and where. Paths are already resolved by the workspace.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub pattern: String,
+    /// `false` matches `pattern` literally.
+    pub regex: bool,
+    pub ignore_case: bool,
+    /// Files or directories to search; the root when empty.
+    pub paths: Vec<ResolvedPath>,
+    /// ripgrep file type names (`go`, `ts`, `py`, …) or language names (`typescript`, …).
+    pub file_types: Vec<String>,
+    /// Lines of context before and after each matching line.
+    pub context_lines: usize,
+    /// Matching lines to return; the walk still counts every match.
+    pub max_results: usize,
+    /// Longest line text returned, in characters.
+    pub max_line_chars: usize,
+}
+
+/// The result of a search.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOutcome {
+    /// Files with returned hits, ordered by path.
+    pub files: Vec<FileHits>,
+    /// Matching lines in the whole walk.
+    pub total_matches: usize,
+    /// Files with at least one matching line in the whole walk.
+    pub total_files: usize,
+    /// Files searched (walk entries plus open buffers).
+    pub files_searched: usize,
+    /// Whether hits were left out because of `max_results`.
+    pub truncated: bool,
+}
+
+/// The returned hits of one file.
+#[derive(Debug, Clone)]
+pub struct FileHits {
+    pub path: ResolvedPath,
+    /// The editor buffer's version when the live buffer was searched instead of the disk.
+    pub buffer_version: Option<i32>,
+    /// Matching lines in this file (all of them, even those not returned).
+    pub total_matches: usize,
+    pub hits: Vec<Hit>,
+}
+
+/// One matching line.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// 1-based line number.
+    pub line: u64,
+    /// 1-based column of the first match on the line, in characters.
+    pub column: u32,
+    /// The line's text without its line break, cut to `max_line_chars` characters.
+    pub text: String,
+    /// Whether `text` was cut.
+    pub text_truncated: bool,
+    pub before: Vec<ContextLine>,
+    pub after: Vec<ContextLine>,
+}
+
+/// A line of context around a hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextLine {
+    /// 1-based line number.
+    pub line: u64,
+    pub text: String,
+}
+
+/// Why a search could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    #[error("invalid regular expression {pattern:?}: {message}")]
+    InvalidRegex { pattern: String, message: String },
+    #[error("unknown file type {name:?}")]
+    UnknownFileType { name: String, known: Vec<String> },
+    #[error("invalid exclude glob {glob:?}: {message}")]
+    InvalidGlob { glob: String, message: String },
+}
+
+/// Runs a search over the workspace, with open documents overriding the disk.
+pub fn search(workspace: &Workspace, documents: &DocumentStore, request: &SearchRequest) -> Result<SearchOutcome, SearchError> {
+    let matcher = build_matcher(request)?;
+    let types = build_types(&request.file_types)?;
+    let config = workspace.config();
+    let roots: Vec<PathBuf> = if request.paths.is_empty() {
+        vec![workspace.root().to_path_buf()]
+    } else {
+        request.paths.iter().map(|p| p.absolute.clone()).collect()
+    };
+
+    let mut walk = WalkBuilder::new(&roots[0]);
+    for root in &roots[1..] {
+        walk.add(root);
+    }
+    let mut overrides = OverrideBuilder::new(workspace.root());
+    for glob in &config.walk.exclude {
+        overrides
+            .add(&format!("!{glob}"))
+            .map_err(|err| SearchError::InvalidGlob { glob: glob.clone(), message: err.to_string() })?;
+    }
+    let overrides =
+        overrides.build().map_err(|err| SearchError::InvalidGlob { glob: String::new(), message: err.to_string() })?;
+    let threads = match config.search.threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    };
+    walk.hidden(!config.walk.hidden)
+        .require_git(config.walk.require_git)
+        .follow_links(config.walk.follow_symlinks)
+        .types(types.clone())
+        .overrides(overrides)
+        .threads(threads)
+        .filter_entry(|entry| entry.file_name() != ".git");
+
+    let collector = Collector::new(request.max_results);
+    let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
+    let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
+    let files_searched = std::sync::atomic::AtomicUsize::new(0);
+
+    walk.build_parallel().run(|| {
+        let mut searcher = build_searcher(request.context_lines);
+        let matcher = matcher.clone();
+        let collector = &collector;
+        let open_paths = &open_paths;
+        let visited_open = &visited_open;
+        let files_searched = &files_searched;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else { return WalkState::Continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let path = entry.path();
+            let Some(resolved) = resolve_walked(workspace, path, config.walk.follow_symlinks) else {
+                return WalkState::Continue;
+            };
+            if open_paths.contains(&resolved.absolute) {
+                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(resolved.absolute.clone());
+                return WalkState::Continue;
+            }
+            if entry.metadata().is_ok_and(|m| m.len() > config.limits.max_file_bytes) {
+                return WalkState::Continue;
+            }
+            files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
+            if searcher.search_path(&matcher, path, &mut file_sink).is_ok() {
+                collector.add(resolved, None, file_sink);
+            }
+            WalkState::Continue
+        })
+    });
+
+    // Open buffers: searched in their live text, whether or not the walk met them on disk.
+    let mut searcher = build_searcher(request.context_lines);
+    for path in open_paths {
+        let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);
+        if !walked && !buffer_in_scope(&path, &roots, &types) {
+            continue;
+        }
+        let Some(document) = documents.get(&path) else { continue };
+        let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
+        files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let text = document.text.to_string();
+        let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
+        if searcher.search_slice(&matcher, text.as_bytes(), &mut file_sink).is_ok() {
+            collector.add(resolved, Some(document.version), file_sink);
+        }
+    }
+
+    let mut outcome = collector.finish();
+    outcome.files_searched = files_searched.into_inner();
+    Ok(outcome)
+}
+
+fn build_matcher(request: &SearchRequest) -> Result<RegexMatcher, SearchError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(request.ignore_case)
+        .fixed_strings(!request.regex)
+        .line_terminator(Some(b'\n'))
+        .build(&request.pattern)
+        .map_err(|err| SearchError::InvalidRegex { pattern: request.pattern.clone(), message: err.to_string() })
+}
+
+fn build_searcher(context_lines: usize) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .before_context(context_lines)
+        .after_context(context_lines)
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .build()
+}
+
+/// Language names agents use for ripgrep type names.
+const TYPE_ALIASES: &[(&str, &str)] = &[
+    ("typescript", "ts"),
+    ("tsx", "ts"),
+    ("javascript", "js"),
+    ("jsx", "js"),
+    ("python", "py"),
+    ("golang", "go"),
+    ("c++", "cpp"),
+    ("shell", "sh"),
+    ("bash", "sh"),
+    ("rs", "rust"),
+    ("yml", "yaml"),
+    ("md", "markdown"),
+];
+
+/// ripgrep's file types (`ignore`'s defaults), selected by name.
+fn build_types(names: &[String]) -> Result<Types, SearchError> {
+    let mut builder = TypesBuilder::new();
+    builder.add_defaults();
+    let known: Vec<String> = builder.definitions().into_iter().map(|d| d.name().to_owned()).collect();
+    for name in names {
+        let lower = name.to_ascii_lowercase();
+        let name_or_alias = TYPE_ALIASES.iter().find(|(alias, _)| *alias == lower).map_or(lower.as_str(), |(_, rg)| rg);
+        if !known.iter().any(|k| k == name_or_alias) {
+            return Err(SearchError::UnknownFileType { name: name.clone(), known });
+        }
+        builder.select(name_or_alias);
+    }
+    builder.build().map_err(|err| SearchError::UnknownFileType { name: err.to_string(), known: Vec::new() })
+}
+
+fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks: bool) -> Option<ResolvedPath> {
+    if follow_symlinks {
+        // A followed link may lead outside the root: the sandbox decides.
+        let real = path.canonicalize().ok()?;
+        return workspace.resolved_from_walk(&real);
+    }
+    workspace.resolved_from_walk(path)
+}
+
+fn buffer_in_scope(path: &Path, roots: &[PathBuf], types: &Types) -> bool {
+    roots.iter().any(|root| path.starts_with(root)) && !types.matched(path, false).is_ignore()
+}
+
+/// Gathers per-file results from the walker threads, keeping only what can still be returned.
+struct Collector {
+    max_results: usize,
+    state: Mutex<CollectorState>,
+}
+
+#[derive(Default)]
+struct CollectorState {
+    /// Files with hits that may be returned, by relative path.
+    kept: BTreeMap<String, FileHits>,
+    kept_hits: usize,
+    total_matches: usize,
+    total_files: usize,
+    dropped_any: bool,
+}
+
+impl Collector {
+    fn new(max_results: usize) -> Collector {
+        Collector { max_results, state: Mutex::new(CollectorState::default()) }
+    }
+
+    /// Hits one file needs to keep: no file can contribute more than `max_results`.
+    fn keep_limit(&self) -> usize {
+        self.max_results
+    }
+
+    fn add(&self, path: ResolvedPath, buffer_version: Option<i32>, file: sink::FileSink<'_>) {
+        if file.total_matches() == 0 {
+            return;
+        }
+        let total = file.total_matches();
+        let hits = file.into_hits();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.total_matches += total;
+        state.total_files += 1;
+        if hits.len() < total {
+            state.dropped_any = true;
+        }
+        state.kept_hits += hits.len();
+        let relative = path.relative.clone();
+        state.kept.insert(relative, FileHits { path, buffer_version, total_matches: total, hits });
+        // Drop files from the end (by path) while the rest still holds `max_results` hits.
+        while let Some((_, last)) = state.kept.last_key_value() {
+            let last_len = last.hits.len();
+            if state.kept_hits - last_len < self.max_results {
+                break;
+            }
+            state.kept.pop_last();
+            state.kept_hits -= last_len;
+            state.dropped_any = true;
+        }
+    }
+
+    fn finish(self) -> SearchOutcome {
+        let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut remaining = self.max_results;
+        let mut truncated = state.dropped_any;
+        let mut files = Vec::new();
+        for (_, mut file) in state.kept {
+            if remaining == 0 {
+                truncated = true;
+                break;
+            }
+            if file.hits.len() > remaining {
+                file.hits.truncate(remaining);
+                truncated = true;
+            }
+            remaining -= file.hits.len();
+            files.push(file);
+        }
+        SearchOutcome {
+            files,
+            total_matches: state.total_matches,
+            total_files: state.total_files,
+            files_searched: 0,
+            truncated,
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The grep-searcher sink for one file: counts every matching line, keeps the first hits with
+//! their context.
+
+use std::collections::BTreeMap;
+
+use grep_matcher::Matcher;
+use grep_regex::RegexMatcher;
+use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
+
+use super::{ContextLine, Hit, SearchRequest};
+use crate::documents::position::{Encoding, column_in_line};
+
+pub(super) struct FileSink<'m> {
+    matcher: &'m RegexMatcher,
+    context_lines: u64,
+    max_line_chars: usize,
+    keep: usize,
+    total: usize,
+    /// Kept matching lines: (line, column, text, cut).
+    matches: Vec<(u64, u32, String, bool)>,
+    /// Every line seen (matching or context) near kept hits, by line number.
+    lines: BTreeMap<u64, String>,
+}
+
+impl<'m> FileSink<'m> {
+    pub(super) fn new(matcher: &'m RegexMatcher, request: &SearchRequest, keep: usize) -> FileSink<'m> {
+        FileSink {
+            matcher,
+            context_lines: request.context_lines as u64,
+            max_line_chars: request.max_line_chars,
+            keep,
+            total: 0,
+            matches: Vec::new(),
+            lines: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn total_matches(&self) -> usize {
+        self.total
+    }
+
+    /// The kept hits with their context lines (a line shared by two hits appears in both).
+    pub(super) fn into_hits(self) -> Vec<Hit> {
+        let n = self.context_lines;
+        let lines = &self.lines;
+        let around = |from: u64, to: u64| -> Vec<ContextLine> {
+            lines.range(from..=to).map(|(&line, text)| ContextLine { line, text: text.clone() }).collect()
+        };
+        self.matches
+            .iter()
+            .map(|(line, column, text, cut)| Hit {
+                line: *line,
+                column: *column,
+                text: text.clone(),
+                text_truncated: *cut,
+                before: if n == 0 || *line == 1 { Vec::new() } else { around(line.saturating_sub(n).max(1), line - 1) },
+                after: if n == 0 { Vec::new() } else { around(line + 1, line + n) },
+            })
+            .collect()
+    }
+
+    fn wants_context_for(&self, line: u64) -> bool {
+        // Context after a kept hit, or before the hit that may still be kept.
+        match self.matches.last() {
+            Some((last, ..)) if line <= last + self.context_lines => true,
+            _ => self.matches.len() < self.keep,
+        }
+    }
+
+    fn cut(&self, text: &str) -> (String, bool) {
+        let text = text.trim_end_matches(['\n', '\r']);
+        match text.char_indices().nth(self.max_line_chars) {
+            Some((byte, _)) => (text[..byte].to_owned(), true),
+            None => (text.to_owned(), false),
+        }
+    }
+}
+
+impl Sink for FileSink<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.total += 1;
+        let Some(line) = mat.line_number() else { return Ok(true) };
+        if self.matches.len() >= self.keep {
+            // Keep counting; a matching line can still be context of the last kept hit.
+            if self.wants_context_for(line) {
+                let (text, _) = self.cut(&String::from_utf8_lossy(mat.bytes()));
+                self.lines.insert(line, text);
+            }
+            return Ok(true);
+        }
+        let bytes = mat.bytes();
+        let first = self.matcher.find(bytes).ok().flatten().map_or(0, |m| m.start());
+        let text = String::from_utf8_lossy(bytes);
+        let (column, _) = column_in_line(&text, first, Encoding::Utf32);
+        let (text, cut) = self.cut(&text);
+        self.lines.insert(line, text.clone());
+        self.matches.push((line, column + 1, text, cut));
+        Ok(true)
+    }
+
+    fn context(&mut self, _searcher: &Searcher, context: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        let Some(line) = context.line_number() else { return Ok(true) };
+        if self.wants_context_for(line) {
+            let (text, _) = self.cut(&String::from_utf8_lossy(context.bytes()));
+            self.lines.insert(line, text);
+        }
+        Ok(true)
+    }
+}

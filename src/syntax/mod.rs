@@ -1,0 +1,158 @@
+//! Syntax: tree-sitter parse trees (through ast-grep's bundled grammars), a parse cache, and
+//! symbol outlines.
+//!
+//! Only the grammars of the languages filepuff serves are compiled in (see `Cargo.toml`). TOML
+//! has no bundled grammar: it is detected but not parsed. Vue files use the HTML grammar.
+
+pub mod outline;
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ast_grep_core::AstGrep;
+use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_language::SupportLang;
+use dashmap::DashMap;
+use ropey::Rope;
+
+use crate::documents::Language;
+
+pub use outline::{Symbol, SymbolKind};
+
+/// A parse tree of one text, with the text it was parsed from.
+pub struct ParsedFile {
+    pub language: Language,
+    pub tree: AstGrep<StrDoc<SupportLang>>,
+    /// The same text as a rope, for line numbers (the position module works on ropes).
+    pub text: Rope,
+}
+
+impl std::fmt::Debug for ParsedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParsedFile").field("language", &self.language).field("bytes", &self.text.len_bytes()).finish()
+    }
+}
+
+/// The bundled grammar for `language`, if there is one.
+pub fn grammar(language: Language) -> Option<SupportLang> {
+    Some(match language {
+        Language::Go => SupportLang::Go,
+        Language::TypeScript => SupportLang::TypeScript,
+        Language::Tsx => SupportLang::Tsx,
+        Language::JavaScript => SupportLang::JavaScript,
+        Language::Python => SupportLang::Python,
+        Language::C => SupportLang::C,
+        Language::Cpp => SupportLang::Cpp,
+        Language::Rust => SupportLang::Rust,
+        Language::Html | Language::Vue => SupportLang::Html,
+        Language::Elixir => SupportLang::Elixir,
+        Language::Json => SupportLang::Json,
+        Language::Yaml => SupportLang::Yaml,
+        Language::Markdown => SupportLang::Markdown,
+        Language::Shell => SupportLang::Bash,
+        Language::Toml => return None,
+    })
+}
+
+/// Parses `text` as `language`. `None` when the language has no grammar or tree-sitter gives up
+/// (it only does on cancellation or an ABI mismatch; syntax errors still yield a tree).
+pub fn parse(language: Language, text: &Rope) -> Option<ParsedFile> {
+    let grammar = grammar(language)?;
+    let source = text.to_string();
+    let tree = AstGrep::try_new(&source, grammar).ok()?;
+    Some(ParsedFile { language, tree, text: text.clone() })
+}
+
+/// Parse trees by path, reused while the text is unchanged (keyed by a content hash, so a
+/// buffer edit or a disk change is a miss). Bounded: the least recently used entry goes first.
+#[derive(Debug)]
+pub struct SyntaxCache {
+    entries: DashMap<PathBuf, CacheEntry>,
+    capacity: usize,
+    clock: AtomicU64,
+}
+
+#[derive(Debug)]
+struct CacheEntry {
+    key: (Language, u64, usize),
+    parsed: Arc<ParsedFile>,
+    last_used: AtomicU64,
+}
+
+impl SyntaxCache {
+    /// A cache holding at most `capacity` parse trees.
+    pub fn new(capacity: usize) -> SyntaxCache {
+        SyntaxCache { entries: DashMap::new(), capacity: capacity.max(1), clock: AtomicU64::new(0) }
+    }
+
+    /// The parse tree of `text` (the current content of `path`), from the cache or fresh.
+    pub fn parse(&self, path: &Path, language: Language, text: &Rope) -> Option<Arc<ParsedFile>> {
+        let key = (language, content_hash(text), text.len_bytes());
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        if let Some(entry) = self.entries.get(path)
+            && entry.key == key
+        {
+            entry.last_used.store(now, Ordering::Relaxed);
+            return Some(entry.parsed.clone());
+        }
+        let parsed = Arc::new(parse(language, text)?);
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
+            self.evict_oldest();
+        }
+        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed: parsed.clone(), last_used: AtomicU64::new(now) });
+        Some(parsed)
+    }
+
+    /// Number of cached trees.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn evict_oldest(&self) {
+        let oldest = self
+            .entries
+            .iter()
+            .min_by_key(|entry| entry.last_used.load(Ordering::Relaxed))
+            .map(|entry| entry.key().clone());
+        if let Some(path) = oldest {
+            self.entries.remove(&path);
+        }
+    }
+}
+
+fn content_hash(text: &Rope) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for chunk in text.chunks() {
+        chunk.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_hits_until_the_text_changes_and_stays_bounded() {
+        let cache = SyntaxCache::new(2);
+        let path = Path::new("/w/a.go");
+        let v1 = Rope::from_str("package a\nfunc A() {}\n");
+        let first = cache.parse(path, Language::Go, &v1).unwrap();
+        let again = cache.parse(path, Language::Go, &v1).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let v2 = Rope::from_str("package a\nfunc B() {}\n");
+        let changed = cache.parse(path, Language::Go, &v2).unwrap();
+        assert!(!Arc::ptr_eq(&first, &changed));
+        cache.parse(Path::new("/w/b.go"), Language::Go, &v1).unwrap();
+        cache.parse(Path::new("/w/c.go"), Language::Go, &v1).unwrap();
+        assert_eq!(cache.len(), 2);
+        assert!(cache.parse(Path::new("/w/x.toml"), Language::Toml, &v1).is_none());
+    }
+}

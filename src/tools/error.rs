@@ -1,0 +1,307 @@
+//! Structured tool errors: a stable numeric code, a message, context and a remediation.
+//!
+//! Codes are grouped in ranges by area and never reused; `docs/ERROR_CODES.md` lists every one
+//! (a test checks that the document and [`ErrorCode::ALL`] agree).
+//!
+//! | range | area |
+//! |---|---|
+//! | 1000–1099 | workspace: paths, URIs, root, configuration |
+//! | 1100–1199 | files: reading, ranges |
+//! | 2000–2099 | search |
+//! | 3000–3099 | parse (syntax) |
+//! | 4000–4099 | LSP (language servers) |
+//! | 5000–5099 | edit |
+//! | 6000–6099 | query (structural patterns) |
+//! | 9000–9099 | internal |
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::documents::ReadError;
+use crate::search::SearchError;
+use crate::workspace::WorkspaceError;
+
+/// Every error code filepuff returns. The discriminant is the wire code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    PathOutsideRoot = 1001,
+    PathSymlinkEscape = 1002,
+    PathInvalid = 1003,
+    UriUnsupportedScheme = 1004,
+    UriInvalid = 1005,
+    RootInvalid = 1006,
+    ConfigInvalid = 1007,
+    FileNotFound = 1101,
+    FileIsDirectory = 1102,
+    FileBinary = 1103,
+    FileTooLarge = 1104,
+    LineRangePastEnd = 1105,
+    LineRangeInvalid = 1106,
+    FileUnreadable = 1107,
+    SearchInvalidRegex = 2001,
+    SearchUnknownFileType = 2002,
+    SearchInvalidGlob = 2003,
+    ParseLanguageUnsupported = 3001,
+    Internal = 9001,
+}
+
+impl ErrorCode {
+    /// Every code, in numeric order.
+    pub const ALL: [ErrorCode; 19] = [
+        ErrorCode::PathOutsideRoot,
+        ErrorCode::PathSymlinkEscape,
+        ErrorCode::PathInvalid,
+        ErrorCode::UriUnsupportedScheme,
+        ErrorCode::UriInvalid,
+        ErrorCode::RootInvalid,
+        ErrorCode::ConfigInvalid,
+        ErrorCode::FileNotFound,
+        ErrorCode::FileIsDirectory,
+        ErrorCode::FileBinary,
+        ErrorCode::FileTooLarge,
+        ErrorCode::LineRangePastEnd,
+        ErrorCode::LineRangeInvalid,
+        ErrorCode::FileUnreadable,
+        ErrorCode::SearchInvalidRegex,
+        ErrorCode::SearchUnknownFileType,
+        ErrorCode::SearchInvalidGlob,
+        ErrorCode::ParseLanguageUnsupported,
+        ErrorCode::Internal,
+    ];
+
+    /// The numeric wire code.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The stable symbolic name (`FILE_NOT_FOUND`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::PathOutsideRoot => "PATH_OUTSIDE_ROOT",
+            ErrorCode::PathSymlinkEscape => "PATH_SYMLINK_ESCAPE",
+            ErrorCode::PathInvalid => "PATH_INVALID",
+            ErrorCode::UriUnsupportedScheme => "URI_UNSUPPORTED_SCHEME",
+            ErrorCode::UriInvalid => "URI_INVALID",
+            ErrorCode::RootInvalid => "ROOT_INVALID",
+            ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+            ErrorCode::FileNotFound => "FILE_NOT_FOUND",
+            ErrorCode::FileIsDirectory => "FILE_IS_DIRECTORY",
+            ErrorCode::FileBinary => "FILE_BINARY",
+            ErrorCode::FileTooLarge => "FILE_TOO_LARGE",
+            ErrorCode::LineRangePastEnd => "LINE_RANGE_PAST_END",
+            ErrorCode::LineRangeInvalid => "LINE_RANGE_INVALID",
+            ErrorCode::FileUnreadable => "FILE_UNREADABLE",
+            ErrorCode::SearchInvalidRegex => "SEARCH_INVALID_REGEX",
+            ErrorCode::SearchUnknownFileType => "SEARCH_UNKNOWN_FILE_TYPE",
+            ErrorCode::SearchInvalidGlob => "SEARCH_INVALID_GLOB",
+            ErrorCode::ParseLanguageUnsupported => "PARSE_LANGUAGE_UNSUPPORTED",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+}
+
+/// A tool failure as clients see it (MCP `structuredContent` of an `isError` result, the CLI's
+/// `--json` error output).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ToolError {
+    /// Stable numeric code; see `docs/ERROR_CODES.md`.
+    pub code: u32,
+    /// Stable symbolic name of the code (`FILE_NOT_FOUND`).
+    pub name: String,
+    /// What went wrong, in one sentence.
+    pub message: String,
+    /// The inputs and facts behind the error (path, pattern, limits, …).
+    pub context: Map<String, Value>,
+    /// What to do about it.
+    pub remediation: String,
+}
+
+impl ToolError {
+    /// A new error with an empty context.
+    pub fn new(code: ErrorCode, message: impl Into<String>, remediation: impl Into<String>) -> ToolError {
+        ToolError {
+            code: code.code(),
+            name: code.name().to_owned(),
+            message: message.into(),
+            context: Map::new(),
+            remediation: remediation.into(),
+        }
+    }
+
+    /// Adds one context field.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> ToolError {
+        self.context.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// An unexpected failure (a panic in a tool, a worker that died).
+    pub fn internal(message: impl Into<String>) -> ToolError {
+        ToolError::new(ErrorCode::Internal, message, "This is a bug in filepuff; please report it with the input that caused it.")
+    }
+
+    /// The JSON form (what `structuredContent` carries).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| json!({ "code": self.code, "message": self.message }))
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error {} {}: {}", self.code, self.name, self.message)?;
+        if !self.remediation.is_empty() {
+            write!(f, "\n  hint: {}", self.remediation)?;
+        }
+        Ok(())
+    }
+}
+
+impl From<WorkspaceError> for ToolError {
+    fn from(err: WorkspaceError) -> ToolError {
+        let message = err.to_string();
+        match err {
+            WorkspaceError::OutsideRoot { input, root } => ToolError::new(
+                ErrorCode::PathOutsideRoot,
+                message,
+                "Give a path relative to the workspace root, or an absolute path inside it.",
+            )
+            .with("path", input)
+            .with("root", root.display().to_string()),
+            WorkspaceError::SymlinkEscape { input, target, root } => ToolError::new(
+                ErrorCode::PathSymlinkEscape,
+                message,
+                "This path leads outside the workspace through a symlink; filepuff does not follow it. Use the real location inside the root, or start filepuff with a root that contains the target.",
+            )
+            .with("path", input)
+            .with("target", target.display().to_string())
+            .with("root", root.display().to_string()),
+            WorkspaceError::InvalidPath { input, .. } => {
+                ToolError::new(ErrorCode::PathInvalid, message, "Give a non-empty path without NUL bytes.")
+                    .with("path", input)
+            }
+            WorkspaceError::UnsupportedScheme { input, scheme } => ToolError::new(
+                ErrorCode::UriUnsupportedScheme,
+                message,
+                "Give a file path, or a file:// URI.",
+            )
+            .with("uri", input)
+            .with("scheme", scheme),
+            WorkspaceError::InvalidUri { input, .. } => ToolError::new(
+                ErrorCode::UriInvalid,
+                message,
+                "Use file:///absolute/path (percent-encoded, no host, query or fragment), or a plain path.",
+            )
+            .with("uri", input),
+            WorkspaceError::InvalidRoot { root, .. } => ToolError::new(
+                ErrorCode::RootInvalid,
+                message,
+                "Pass an existing directory with --root.",
+            )
+            .with("root", root.display().to_string()),
+            WorkspaceError::Config(err) => ToolError::new(
+                ErrorCode::ConfigInvalid,
+                message,
+                "Fix filepuff.toml; every key is described in docs/configuration.md.",
+            )
+            .with("path", err.path.display().to_string()),
+        }
+    }
+}
+
+/// Converts a read error, showing `shown` (the workspace-relative path) rather than the
+/// absolute one.
+pub fn read_error(err: ReadError, shown: &str) -> ToolError {
+    match err {
+        ReadError::NotFound { .. } => ToolError::new(
+            ErrorCode::FileNotFound,
+            format!("file not found: {shown}"),
+            "Check the path (it is relative to the workspace root); file_search or a directory listing can find the right one.",
+        )
+        .with("path", shown),
+        ReadError::IsDirectory { .. } => ToolError::new(
+            ErrorCode::FileIsDirectory,
+            format!("{shown} is a directory, not a file"),
+            "Give a file path; use file_search with paths=[this directory] to look inside it.",
+        )
+        .with("path", shown),
+        ReadError::NotRegularFile { .. } => ToolError::new(
+            ErrorCode::FileUnreadable,
+            format!("{shown} is not a regular file"),
+            "Only regular files can be read.",
+        )
+        .with("path", shown),
+        ReadError::Binary { offset, .. } => ToolError::new(
+            ErrorCode::FileBinary,
+            format!("{shown} looks binary (NUL byte at offset {offset})"),
+            "filepuff reads text files only.",
+        )
+        .with("path", shown)
+        .with("nul_offset", offset),
+        ReadError::TooLarge { size, limit, .. } => ToolError::new(
+            ErrorCode::FileTooLarge,
+            format!("{shown} is {size} bytes, over the limit of {limit} bytes"),
+            "Search it with file_search, or raise [limits] max_file_bytes in filepuff.toml.",
+        )
+        .with("path", shown)
+        .with("size_bytes", size)
+        .with("limit_bytes", limit),
+        ReadError::Io { source, .. } => ToolError::new(
+            ErrorCode::FileUnreadable,
+            format!("cannot read {shown}: {source}"),
+            "Check the file's permissions.",
+        )
+        .with("path", shown),
+    }
+}
+
+impl From<SearchError> for ToolError {
+    fn from(err: SearchError) -> ToolError {
+        let message = err.to_string();
+        match err {
+            SearchError::InvalidRegex { pattern, message: detail } => ToolError::new(
+                ErrorCode::SearchInvalidRegex,
+                message,
+                "Fix the regular expression (Rust regex syntax, like ripgrep's), or pass regex=false to search for the text literally.",
+            )
+            .with("pattern", pattern)
+            .with("detail", detail),
+            SearchError::UnknownFileType { name, known } => {
+                let sample: Vec<&str> = ["go", "ts", "js", "py", "c", "cpp", "rust", "java", "md", "json", "yaml", "sh"]
+                    .into_iter()
+                    .filter(|n| known.iter().any(|k| k == n))
+                    .collect();
+                ToolError::new(
+                    ErrorCode::SearchUnknownFileType,
+                    message,
+                    format!("Use ripgrep's type names, for example {}; `rg --type-list` lists all {}.", sample.join(", "), known.len()),
+                )
+                .with("file_type", name)
+            }
+            SearchError::InvalidGlob { glob, message: detail } => ToolError::new(
+                ErrorCode::SearchInvalidGlob,
+                message,
+                "Fix the glob in [walk] exclude in filepuff.toml.",
+            )
+            .with("glob", glob)
+            .with("detail", detail),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_in_their_ranges_and_documented() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ERROR_CODES.md")).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.code()), "duplicate {}", code.code());
+            assert!((1000..10000).contains(&code.code()));
+            let row = format!("| {} | `{}` |", code.code(), code.name());
+            assert!(doc.contains(&row), "docs/ERROR_CODES.md lacks the row {row:?}");
+        }
+    }
+}

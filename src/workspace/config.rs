@@ -1,0 +1,138 @@
+//! `filepuff.toml`: the optional per-workspace configuration file, and its defaults.
+//!
+//! Every key is documented in `docs/configuration.md`; unknown keys are refused so that a typo
+//! does not silently fall back to a default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The file name looked up at the workspace root.
+pub const CONFIG_FILE_NAME: &str = "filepuff.toml";
+
+/// `filepuff.toml` could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// The effective configuration: defaults overlaid with `filepuff.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub limits: LimitsConfig,
+    pub search: SearchConfig,
+    pub read: ReadConfig,
+    pub walk: WalkConfig,
+}
+
+/// `[limits]`: sizes that protect memory and an agent's context.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest file, in bytes, that `file_read` loads or `file_search` searches (default 16 MiB).
+    pub max_file_bytes: u64,
+}
+
+/// `[search]`: defaults for `file_search`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Matching lines returned when the caller gives no `max_results` (default 100).
+    pub max_results: usize,
+    /// Context lines before and after each match when the caller gives none (default 2).
+    pub context_lines: usize,
+    /// Longest line text returned, in characters; longer lines are cut (default 300).
+    pub max_line_chars: usize,
+    /// Worker threads for the walk; 0 picks the number of CPUs (default 0).
+    pub threads: usize,
+}
+
+/// `[read]`: defaults for `file_read`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReadConfig {
+    /// Lines returned when the caller gives no `max_lines` (default 2000).
+    pub default_max_lines: usize,
+}
+
+/// `[walk]`: which files walks visit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalkConfig {
+    /// Visit hidden files and directories (default false; `.git` is never searched).
+    pub hidden: bool,
+    /// Honour `.gitignore` only inside a git repository, as ripgrep does (default false:
+    /// `.gitignore` files are honoured everywhere).
+    pub require_git: bool,
+    /// Follow symlinks during walks; targets outside the root are still skipped (default false).
+    pub follow_symlinks: bool,
+    /// Extra gitignore-style globs excluded from every walk (default none).
+    pub exclude: Vec<String>,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig { max_file_bytes: 16 * 1024 * 1024 }
+    }
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig { max_results: 100, context_lines: 2, max_line_chars: 300, threads: 0 }
+    }
+}
+
+impl Default for ReadConfig {
+    fn default() -> Self {
+        ReadConfig { default_max_lines: 2000 }
+    }
+}
+
+impl Default for WalkConfig {
+    fn default() -> Self {
+        WalkConfig { hidden: false, require_git: false, follow_symlinks: false, exclude: Vec::new() }
+    }
+}
+
+impl Config {
+    /// Reads `root/filepuff.toml`; a missing file gives the defaults.
+    pub fn load(root: &Path) -> Result<Config, ConfigError> {
+        let path = root.join(CONFIG_FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text).map_err(|message| ConfigError { path, message }),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(err) => Err(ConfigError { path, message: err.to_string() }),
+        }
+    }
+
+    /// Parses the text of a config file; the error is a one-line message with the location.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|err| err.to_string().trim().replace('\n', " "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_when_empty() {
+        let config = Config::parse("").unwrap();
+        assert_eq!(config.search.max_results, 100);
+        assert_eq!(config.limits.max_file_bytes, 16 * 1024 * 1024);
+        assert!(!config.walk.require_git);
+    }
+
+    #[test]
+    fn overrides_and_unknown_keys() {
+        let config = Config::parse("[search]\nmax_results = 7\n[walk]\nexclude = [\"vendor/\"]\n").unwrap();
+        assert_eq!(config.search.max_results, 7);
+        assert_eq!(config.search.context_lines, 2);
+        assert_eq!(config.walk.exclude, vec!["vendor/".to_owned()]);
+        let err = Config::parse("[search]\nmax_result = 7\n").unwrap_err();
+        assert!(err.contains("max_result"), "{err}");
+    }
+}

@@ -1,0 +1,244 @@
+//! The workspace: one root directory, its configuration, and the path sandbox.
+//!
+//! Every path or URI that comes from outside (an agent, the CLI, later an editor or a language
+//! server) is resolved here, once, by [`Workspace::resolve`] or [`Workspace::resolve_uri`].
+//! Nothing else in the crate joins, normalises or canonicalises raw input paths.
+//!
+//! The rules (see `docs/architecture.md`):
+//! - relative paths are relative to the root; absolute paths are accepted only inside it;
+//! - `..` is resolved lexically, and a result outside the root is refused;
+//! - symlinks are resolved (on the longest existing prefix, so not-yet-existing files work) and a
+//!   path whose real location leaves the root is refused;
+//! - NUL bytes (raw or percent-encoded) are refused;
+//! - URIs must be `file:` URIs with an empty or `localhost` authority.
+
+mod config;
+
+use std::path::{Component, Path, PathBuf};
+
+pub use config::{Config, ConfigError, LimitsConfig, ReadConfig, SearchConfig, WalkConfig};
+
+/// Why a path or URI from outside was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkspaceError {
+    /// The input contains a NUL byte (raw or percent-encoded) or is empty.
+    #[error("invalid path {input:?}: {reason}")]
+    InvalidPath { input: String, reason: &'static str },
+    /// The input (after `..` resolution) names a location outside the root.
+    #[error("path {input:?} is outside the workspace root {root}")]
+    OutsideRoot { input: String, root: PathBuf },
+    /// The input is inside the root lexically, but a symlink on it leads outside.
+    #[error("path {input:?} resolves through a symlink to {target}, outside the workspace root {root}")]
+    SymlinkEscape { input: String, target: PathBuf, root: PathBuf },
+    /// The input is a URI whose scheme is not `file`.
+    #[error("unsupported URI scheme {scheme:?} in {input:?}: only file: URIs are accepted")]
+    UnsupportedScheme { input: String, scheme: String },
+    /// The input is a malformed `file:` URI (bad syntax, remote host, bad percent-encoding).
+    #[error("invalid file URI {input:?}: {reason}")]
+    InvalidUri { input: String, reason: String },
+    /// The root itself does not exist or is not a directory.
+    #[error("workspace root {root} is not a directory: {reason}")]
+    InvalidRoot { root: PathBuf, reason: String },
+    /// `filepuff.toml` could not be read or parsed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// A path that passed the sandbox: absolute, normalised, inside the root.
+///
+/// `absolute` has symlinks resolved on its existing prefix; `relative` is the same location
+/// relative to the root with `/` separators (`""` for the root itself), which is what tools show.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResolvedPath {
+    pub absolute: PathBuf,
+    pub relative: String,
+}
+
+/// One workspace root with its configuration.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    config: Config,
+}
+
+impl Workspace {
+    /// Opens `root` (canonicalised) and reads `filepuff.toml` from it if present.
+    ///
+    /// Errors: [`WorkspaceError::InvalidRoot`] when `root` is missing or not a directory,
+    /// [`WorkspaceError::Config`] when the config file exists but is invalid.
+    pub fn open(root: &Path) -> Result<Workspace, WorkspaceError> {
+        let mut workspace = Workspace::open_without_config(root)?;
+        workspace.config = Config::load(&workspace.root)?;
+        Ok(workspace)
+    }
+
+    /// Opens `root` with an explicit configuration (no config file is read).
+    pub fn with_config(root: &Path, config: Config) -> Result<Workspace, WorkspaceError> {
+        let mut workspace = Workspace::open_without_config(root)?;
+        workspace.config = config;
+        Ok(workspace)
+    }
+
+    fn open_without_config(root: &Path) -> Result<Workspace, WorkspaceError> {
+        let invalid = |reason: String| WorkspaceError::InvalidRoot { root: root.to_path_buf(), reason };
+        let root = root.canonicalize().map_err(|err| invalid(err.to_string()))?;
+        if !root.is_dir() {
+            return Err(invalid("not a directory".to_owned()));
+        }
+        Ok(Workspace { root, config: Config::default() })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The effective configuration (defaults overlaid with `filepuff.toml`).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Resolves a path or `file:` URI given by a client.
+    ///
+    /// Accepts a path relative to the root, an absolute path inside the root, or a `file:` URI
+    /// (`file:///abs/path`, `file://localhost/abs/path`, percent-encoded). Inputs starting with
+    /// another `scheme://` are refused as URIs. The result need not exist.
+    pub fn resolve(&self, input: &str) -> Result<ResolvedPath, WorkspaceError> {
+        if input.contains('\0') {
+            return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
+        }
+        if input.is_empty() {
+            return Err(WorkspaceError::InvalidPath { input: String::new(), reason: "empty path" });
+        }
+        if let Some(scheme) = uri_scheme(input) {
+            if !scheme.eq_ignore_ascii_case("file") {
+                return Err(WorkspaceError::UnsupportedScheme { input: input.to_owned(), scheme: scheme.to_owned() });
+            }
+            let uri = url::Url::parse(input)
+                .map_err(|err| WorkspaceError::InvalidUri { input: input.to_owned(), reason: err.to_string() })?;
+            return self.resolve_uri(&uri);
+        }
+        self.resolve_path(Path::new(input), input)
+    }
+
+    /// Resolves a `file:` URI (from a client or, later, a language server).
+    pub fn resolve_uri(&self, uri: &url::Url) -> Result<ResolvedPath, WorkspaceError> {
+        let input = uri.as_str();
+        let invalid = |reason: &str| WorkspaceError::InvalidUri { input: input.to_owned(), reason: reason.to_owned() };
+        if uri.scheme() != "file" {
+            return Err(WorkspaceError::UnsupportedScheme { input: input.to_owned(), scheme: uri.scheme().to_owned() });
+        }
+        match uri.host_str() {
+            None | Some("") | Some("localhost") => {}
+            Some(_) => return Err(invalid("a file URI must not name a remote host")),
+        }
+        if uri.query().is_some() || uri.fragment().is_some() {
+            return Err(invalid("a file URI must not carry a query or fragment"));
+        }
+        if uri.path().to_ascii_lowercase().contains("%00") {
+            return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
+        }
+        let path = uri.to_file_path().map_err(|()| invalid("not an absolute local path"))?;
+        self.resolve_path(&path, input)
+    }
+
+    /// The `file:` URI for a resolved path.
+    pub fn uri_for(&self, path: &ResolvedPath) -> url::Url {
+        // `absolute` is absolute by construction, so this cannot fail on Unix.
+        url::Url::from_file_path(&path.absolute).unwrap_or_else(|()| {
+            url::Url::parse("file:///").expect("static URI parses")
+        })
+    }
+
+    /// A resolved path for a location produced by a walk under the root (already canonical).
+    ///
+    /// Returns `None` when `absolute` is not under the root (a walker followed something odd).
+    pub fn resolved_from_walk(&self, absolute: &Path) -> Option<ResolvedPath> {
+        let relative = absolute.strip_prefix(&self.root).ok()?;
+        Some(ResolvedPath { absolute: absolute.to_path_buf(), relative: relative_string(relative) })
+    }
+
+    fn resolve_path(&self, path: &Path, input: &str) -> Result<ResolvedPath, WorkspaceError> {
+        let joined = if path.is_absolute() { path.to_path_buf() } else { self.root.join(path) };
+        let normalised = normalise_lexically(&joined)
+            .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
+        if !normalised.starts_with(&self.root) {
+            return Err(WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() });
+        }
+        let real = canonicalize_existing_prefix(&normalised);
+        if !real.starts_with(&self.root) {
+            return Err(WorkspaceError::SymlinkEscape { input: input.to_owned(), target: real, root: self.root.clone() });
+        }
+        let relative = relative_string(real.strip_prefix(&self.root).unwrap_or(Path::new("")));
+        Ok(ResolvedPath { absolute: real, relative })
+    }
+}
+
+/// The scheme of `input` if it looks like a URI: `file:` anything, or `scheme://…`.
+///
+/// A bare `name:rest` without `//` is a legal relative file name on Unix, so it is a path.
+fn uri_scheme(input: &str) -> Option<&str> {
+    let colon = input.find(':')?;
+    let scheme = &input[..colon];
+    let valid = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !valid {
+        return None;
+    }
+    (scheme.eq_ignore_ascii_case("file") || input[colon + 1..].starts_with("//")).then_some(scheme)
+}
+
+/// Resolves `.` and `..` without touching the file system; `None` if `..` climbs above `/`.
+fn normalise_lexically(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(prefix) => out.push(prefix.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+        }
+    }
+    Some(out)
+}
+
+/// Canonicalises the longest existing ancestor of `path` and appends the rest unchanged.
+fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+fn relative_string(relative: &Path) -> String {
+    let mut out = String::new();
+    for (idx, part) in relative.components().enumerate() {
+        if idx > 0 {
+            out.push('/');
+        }
+        out.push_str(&part.as_os_str().to_string_lossy());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! Sandbox tests: every way out of the root we could think of, as a table.
+
+use std::os::unix::fs::symlink;
+
+use super::*;
+
+struct Fixture {
+    _outside: tempfile::TempDir,
+    _root: tempfile::TempDir,
+    workspace: Workspace,
+    outside: PathBuf,
+}
+
+/// root/ with src/lib.rs, a symlink `out` to a sibling directory, `out_file` to a file outside,
+/// `inner` to src/ (allowed), and `dangling` to a missing path outside.
+fn fixture() -> Fixture {
+    let outside_dir = tempfile::tempdir().unwrap();
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    let outside = outside_dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    symlink(&outside, root.join("out")).unwrap();
+    symlink(outside.join("secret.txt"), root.join("out_file")).unwrap();
+    symlink(root.join("src"), root.join("inner")).unwrap();
+    symlink(outside.join("missing/deeper"), root.join("dangling")).unwrap();
+    let workspace = Workspace::with_config(root, Config::default()).unwrap();
+    Fixture { _outside: outside_dir, _root: root_dir, workspace, outside }
+}
+
+#[derive(Debug)]
+enum Expect {
+    OutsideRoot,
+    SymlinkEscape,
+    InvalidPath,
+    UnsupportedScheme,
+    InvalidUri,
+}
+
+#[test]
+fn escape_attempts_are_refused_with_typed_errors() {
+    let fx = fixture();
+    let root = fx.workspace.root().display().to_string();
+    let outside = fx.outside.display().to_string();
+    let root_name = fx.workspace.root().file_name().unwrap().to_string_lossy().to_string();
+    let cases: Vec<(String, Expect)> = vec![
+        ("..".into(), Expect::OutsideRoot),
+        ("../".into(), Expect::OutsideRoot),
+        ("../etc/passwd".into(), Expect::OutsideRoot),
+        ("src/../../etc/passwd".into(), Expect::OutsideRoot),
+        ("src/./../../..".into(), Expect::OutsideRoot),
+        (format!("../{root_name}-sibling/x"), Expect::OutsideRoot),
+        ("/etc/passwd".into(), Expect::OutsideRoot),
+        (format!("{root}/../x"), Expect::OutsideRoot),
+        (format!("{outside}/secret.txt"), Expect::OutsideRoot),
+        ("/".into(), Expect::OutsideRoot),
+        ("out/secret.txt".into(), Expect::SymlinkEscape),
+        ("out".into(), Expect::SymlinkEscape),
+        ("out_file".into(), Expect::SymlinkEscape),
+        ("out/new-file.txt".into(), Expect::SymlinkEscape),
+        ("dangling".into(), Expect::SymlinkEscape),
+        ("src/lib.rs\0.txt".into(), Expect::InvalidPath),
+        ("\0".into(), Expect::InvalidPath),
+        ("".into(), Expect::InvalidPath),
+        ("file:///etc/passwd".into(), Expect::OutsideRoot),
+        (format!("file://{root}/../x"), Expect::OutsideRoot),
+        (format!("file://{root}/%2e%2e/x"), Expect::OutsideRoot),
+        (format!("file://{root}/src/lib.rs%00.txt"), Expect::InvalidPath),
+        (format!("file://{root}/out/secret.txt"), Expect::SymlinkEscape),
+        (format!("file://evil.example.com{root}/src/lib.rs"), Expect::InvalidUri),
+        (format!("file://{root}/src/lib.rs?x=1"), Expect::InvalidUri),
+        (format!("file://{root}/src/lib.rs#frag"), Expect::InvalidUri),
+        ("file:relative/path".into(), Expect::OutsideRoot),
+        ("http://localhost/src/lib.rs".into(), Expect::UnsupportedScheme),
+        ("untitled://Untitled-1".into(), Expect::UnsupportedScheme),
+        ("jdt://contents/x.class".into(), Expect::UnsupportedScheme),
+        ("FILE:///etc/passwd".into(), Expect::OutsideRoot),
+    ];
+    assert!(cases.len() >= 15);
+    for (input, expect) in cases {
+        let result = fx.workspace.resolve(&input);
+        let ok = matches!(
+            (&result, &expect),
+            (Err(WorkspaceError::OutsideRoot { .. }), Expect::OutsideRoot)
+                | (Err(WorkspaceError::SymlinkEscape { .. }), Expect::SymlinkEscape)
+                | (Err(WorkspaceError::InvalidPath { .. }), Expect::InvalidPath)
+                | (Err(WorkspaceError::UnsupportedScheme { .. }), Expect::UnsupportedScheme)
+                | (Err(WorkspaceError::InvalidUri { .. }), Expect::InvalidUri)
+        );
+        assert!(ok, "input {input:?}: expected {expect:?}, got {result:?}");
+    }
+}
+
+#[test]
+fn paths_inside_the_root_resolve() {
+    let fx = fixture();
+    let root = fx.workspace.root().to_path_buf();
+    let cases: Vec<(String, &str)> = vec![
+        ("src/lib.rs".into(), "src/lib.rs"),
+        ("./src/lib.rs".into(), "src/lib.rs"),
+        ("src/../src/lib.rs".into(), "src/lib.rs"),
+        ("src//lib.rs".into(), "src/lib.rs"),
+        (".".into(), ""),
+        (format!("{}/src/lib.rs", root.display()), "src/lib.rs"),
+        (format!("file://{}/src/lib.rs", root.display()), "src/lib.rs"),
+        (format!("file://localhost{}/src/lib.rs", root.display()), "src/lib.rs"),
+        (format!("file://{}/src/%6Cib.rs", root.display()), "src/lib.rs"),
+        // A symlink that stays inside the root resolves to its target.
+        ("inner/lib.rs".into(), "src/lib.rs"),
+        // Not-yet-existing files are fine (edits create them).
+        ("src/new/dir/file.go".into(), "src/new/dir/file.go"),
+        // `name:rest` without `//` is a legal Unix file name, not a URI.
+        ("notes:today.md".into(), "notes:today.md"),
+    ];
+    for (input, relative) in cases {
+        let resolved = fx.workspace.resolve(&input).unwrap_or_else(|err| panic!("{input:?}: {err}"));
+        assert_eq!(resolved.relative, relative, "input {input:?}");
+        assert_eq!(resolved.absolute, root.join(relative), "input {input:?}");
+    }
+}
+
+#[test]
+fn uri_round_trip_percent_encodes() {
+    let fx = fixture();
+    let resolved = fx.workspace.resolve("src/a file#1.rs").unwrap();
+    let uri = fx.workspace.uri_for(&resolved);
+    assert!(uri.as_str().ends_with("/src/a%20file%231.rs"), "{uri}");
+    assert_eq!(fx.workspace.resolve_uri(&uri).unwrap(), resolved);
+}
+
+#[test]
+fn root_must_be_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    assert!(matches!(Workspace::open(&file), Err(WorkspaceError::InvalidRoot { .. })));
+    assert!(matches!(Workspace::open(&dir.path().join("missing")), Err(WorkspaceError::InvalidRoot { .. })));
+}
+
+#[test]
+fn invalid_config_file_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(config::CONFIG_FILE_NAME), "[search]\nmax_results = \"many\"\n").unwrap();
+    let err = Workspace::open(dir.path()).unwrap_err();
+    assert!(matches!(err, WorkspaceError::Config(_)), "{err}");
+}
