@@ -121,7 +121,11 @@ impl DocumentStore {
     pub fn text(&self, path: &Path, max_bytes: u64) -> Result<SourceText, ReadError> {
         if let Some(document) = self.get(path) {
             let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(path));
-            return Ok(SourceText { text: document.text, origin: Origin::Buffer { version: document.version }, language });
+            return Ok(SourceText {
+                text: document.text,
+                origin: Origin::Buffer { version: document.version },
+                language,
+            });
         }
         load_from_disk(path, max_bytes)
     }

@@ -81,10 +81,9 @@ where
     F: FnOnce(&Engine) -> Result<O, ToolError> + Send + 'static,
 {
     let engine = engine.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine)))
-    })
-    .await;
+    let joined =
+        tokio::task::spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine))))
+            .await;
     let outcome = match joined {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),

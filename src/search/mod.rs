@@ -105,7 +105,11 @@ pub enum SearchError {
 }
 
 /// Runs a search over the workspace, with open documents overriding the disk.
-pub fn search(workspace: &Workspace, documents: &DocumentStore, request: &SearchRequest) -> Result<SearchOutcome, SearchError> {
+pub fn search(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    request: &SearchRequest,
+) -> Result<SearchOutcome, SearchError> {
     let matcher = build_matcher(request)?;
     let types = build_types(&request.file_types)?;
     let config = workspace.config();

@@ -101,7 +101,8 @@ impl SyntaxCache {
         if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
             self.evict_oldest();
         }
-        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed: parsed.clone(), last_used: AtomicU64::new(now) });
+        self.entries
+            .insert(path.to_path_buf(), CacheEntry { key, parsed: parsed.clone(), last_used: AtomicU64::new(now) });
         Some(parsed)
     }
 

@@ -249,7 +249,7 @@ fn go_specs<'r>(node: &SyntaxNode<'r>, spec_kind: &str, kind: SymbolKind) -> Ste
     while let Some(current) = stack.pop() {
         for child in current.children() {
             if child.kind() == spec_kind {
-                for name in child.field_children("name") {
+                for name in child.field_children("name").filter(|n| n.is_named()) {
                     found.push((child.clone(), Found::new(kind, name.text().into_owned())));
                 }
             } else if child.kind().ends_with("_list") {
@@ -278,9 +278,7 @@ fn named<'r>(node: &SyntaxNode<'r>, field: &str, kind: SymbolKind) -> Step<'r> {
 
 fn python<'r>(node: &SyntaxNode<'r>, in_class: bool) -> Step<'r> {
     match node.kind().as_ref() {
-        "function_definition" => {
-            named(node, "name", if in_class { SymbolKind::Method } else { SymbolKind::Function })
-        }
+        "function_definition" => named(node, "name", if in_class { SymbolKind::Method } else { SymbolKind::Function }),
         "class_definition" => match field_text(node, "name") {
             Some(name) => one(node, Found::new(SymbolKind::Class, name).body(node.field("body"))),
             None => Step::Skip,
@@ -401,9 +399,20 @@ fn c_family<'r>(node: &SyntaxNode<'r>, in_class: bool) -> Step<'r> {
             one(node, Found::new(SymbolKind::Module, name).body(node.field("body")))
         }
         "preproc_def" | "preproc_function_def" => named(node, "name", SymbolKind::Macro),
-        "template_declaration" | "linkage_specification" | "declaration_list" | "preproc_if" | "preproc_ifdef"
-        | "preproc_else" | "preproc_elif" | "preproc_elifdef" | "access_specifier" => Step::Descend,
+        "template_declaration"
+        | "linkage_specification"
+        | "declaration_list"
+        | "preproc_if"
+        | "preproc_ifdef"
+        | "preproc_else"
+        | "preproc_elif"
+        | "preproc_elifdef"
+        | "access_specifier" => Step::Descend,
         "field_declaration_list" => Step::Descend,
+        // Headers full of unexpanded macros (`f(void) __THROW;`) parse as ERROR nodes that
+        // still hold the function declarator: keep those declarations in the outline.
+        "ERROR" => Step::Descend,
+        "function_declarator" => c_function_named(node, node, in_class),
         _ => Step::Skip,
     }
 }
@@ -434,9 +443,7 @@ fn c_function_named<'r>(node: &SyntaxNode<'r>, function: &SyntaxNode<'_>, in_cla
     let Some(declarator) = function.field("declarator") else { return Step::Skip };
     let full = declarator.text().into_owned();
     let (container, name) = match full.rsplit_once("::") {
-        Some((scope, name)) if declarator.kind() == "qualified_identifier" => {
-            (Some(scope.to_owned()), name.to_owned())
-        }
+        Some((scope, name)) if declarator.kind() == "qualified_identifier" => (Some(scope.to_owned()), name.to_owned()),
         _ => (None, full),
     };
     let kind = if in_class || container.is_some() { SymbolKind::Method } else { SymbolKind::Function };

@@ -138,7 +138,11 @@ impl ToolError {
 
     /// An unexpected failure (a panic in a tool, a worker that died).
     pub fn internal(message: impl Into<String>) -> ToolError {
-        ToolError::new(ErrorCode::Internal, message, "This is a bug in filepuff; please report it with the input that caused it.")
+        ToolError::new(
+            ErrorCode::Internal,
+            message,
+            "This is a bug in filepuff; please report it with the input that caused it.",
+        )
     }
 
     /// The JSON form (what `structuredContent` carries).

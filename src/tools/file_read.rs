@@ -92,7 +92,8 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     let workspace = engine.workspace();
     let resolved = workspace.resolve(&params.path)?;
     let max_bytes = workspace.config().limits.max_file_bytes;
-    let source = engine.documents().text(&resolved.absolute, max_bytes).map_err(|err| read_error(err, &resolved.relative))?;
+    let source =
+        engine.documents().text(&resolved.absolute, max_bytes).map_err(|err| read_error(err, &resolved.relative))?;
     let text = &source.text;
     let total_lines = position::line_count(text);
     let mut notes = Vec::new();
@@ -142,9 +143,13 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     }
 
     let range_error = |message: String| {
-        ToolError::new(ErrorCode::LineRangeInvalid, message, "Lines are 1-based and line_end must not be before line_start.")
-            .with("path", resolved.relative.as_str())
-            .with("total_lines", total_lines)
+        ToolError::new(
+            ErrorCode::LineRangeInvalid,
+            message,
+            "Lines are 1-based and line_end must not be before line_start.",
+        )
+        .with("path", resolved.relative.as_str())
+        .with("total_lines", total_lines)
     };
     let line_start = params.line_start.unwrap_or(1);
     if line_start == 0 {
@@ -210,7 +215,11 @@ pub fn render_text(output: &FileReadOutput) -> String {
     let version = output.buffer_version.map(|v| format!(", unsaved buffer v{v}")).unwrap_or_default();
     match (output.line_start, output.line_end) {
         (Some(start), Some(end)) => {
-            let _ = writeln!(out, "{} ({language}, {} lines{version}) lines {start}-{end}", output.path, output.total_lines);
+            let _ = writeln!(
+                out,
+                "{} ({language}, {} lines{version}) lines {start}-{end}",
+                output.path, output.total_lines
+            );
         }
         _ => {
             let _ = writeln!(out, "{} ({language}, {} lines{version})", output.path, output.total_lines);

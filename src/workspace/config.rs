@@ -59,7 +59,7 @@ pub struct ReadConfig {
 }
 
 /// `[walk]`: which files walks visit.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WalkConfig {
     /// Visit hidden files and directories (default false; `.git` is never searched).
@@ -88,12 +88,6 @@ impl Default for SearchConfig {
 impl Default for ReadConfig {
     fn default() -> Self {
         ReadConfig { default_max_lines: 2000 }
-    }
-}
-
-impl Default for WalkConfig {
-    fn default() -> Self {
-        WalkConfig { hidden: false, require_git: false, follow_symlinks: false, exclude: Vec::new() }
     }
 }
 

@@ -146,9 +146,8 @@ impl Workspace {
     /// The `file:` URI for a resolved path.
     pub fn uri_for(&self, path: &ResolvedPath) -> url::Url {
         // `absolute` is absolute by construction, so this cannot fail on Unix.
-        url::Url::from_file_path(&path.absolute).unwrap_or_else(|()| {
-            url::Url::parse("file:///").expect("static URI parses")
-        })
+        url::Url::from_file_path(&path.absolute)
+            .unwrap_or_else(|()| url::Url::parse("file:///").expect("static URI parses"))
     }
 
     /// A resolved path for a location produced by a walk under the root (already canonical).
@@ -168,7 +167,11 @@ impl Workspace {
         }
         let real = canonicalize_existing_prefix(&normalised);
         if !real.starts_with(&self.root) {
-            return Err(WorkspaceError::SymlinkEscape { input: input.to_owned(), target: real, root: self.root.clone() });
+            return Err(WorkspaceError::SymlinkEscape {
+                input: input.to_owned(),
+                target: real,
+                root: self.root.clone(),
+            });
         }
         let relative = relative_string(real.strip_prefix(&self.root).unwrap_or(Path::new("")));
         Ok(ResolvedPath { absolute: real, relative })
@@ -210,12 +213,30 @@ fn normalise_lexically(path: &Path) -> Option<PathBuf> {
 }
 
 /// Canonicalises the longest existing ancestor of `path` and appends the rest unchanged.
+///
+/// A dangling symlink on the way is followed to where it points (so that creating the file
+/// would be judged by its real location), up to a fixed depth.
 fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
+    canonicalize_existing_prefix_at_depth(path, 0)
+}
+
+fn canonicalize_existing_prefix_at_depth(path: &Path, depth: usize) -> PathBuf {
+    const MAX_LINK_DEPTH: usize = 40;
     let mut existing = path;
     let mut rest = Vec::new();
     loop {
         if let Ok(real) = existing.canonicalize() {
             let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        if depth < MAX_LINK_DEPTH
+            && let Ok(target) = std::fs::read_link(existing)
+        {
+            // A dangling symlink: resolve its target the same way.
+            let parent = existing.parent().unwrap_or(Path::new("/"));
+            let target = normalise_lexically(&parent.join(target)).unwrap_or_else(|| PathBuf::from("/"));
+            let mut out = canonicalize_existing_prefix_at_depth(&target, depth + 1);
             out.extend(rest.iter().rev());
             return out;
         }

@@ -69,7 +69,11 @@ fn out_of_range_positions_clamp() {
         (pos(u32::MAX, u32::MAX), Encoding::Utf8, 12),
     ];
     for &(position, encoding, expected) in cases {
-        assert_eq!(position_to_offset(&text, position, encoding), (expected, Fidelity::Clamped), "{position:?} {encoding:?}");
+        assert_eq!(
+            position_to_offset(&text, position, encoding),
+            (expected, Fidelity::Clamped),
+            "{position:?} {encoding:?}"
+        );
     }
     // Byte offsets inside a character or past the end.
     assert_eq!(offset_to_position(&text, 2, Encoding::Utf16), (pos(0, 1), Fidelity::Clamped));
