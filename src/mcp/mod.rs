@@ -122,3 +122,28 @@ pub async fn serve_stdio(engine: Arc<Engine>) -> anyhow::Result<()> {
     service.waiting().await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The MCP tool surface is a compatibility promise: its snapshot is a reviewed diff.
+
+    use super::*;
+
+    /// `tests/snapshots/mcp_tools.json` holds `tools/list` (names, descriptions, input and
+    /// output schemas, annotations). Regenerate with `UPDATE_SNAPSHOTS=1 cargo test`.
+    #[test]
+    fn tool_list_matches_the_snapshot() {
+        let mut tools = McpServer::tool_router().list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/mcp_tools.json");
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &actual).unwrap();
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(actual == expected, "the MCP tool list changed; review and run UPDATE_SNAPSHOTS=1 cargo test");
+        let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["file_read", "file_search", "ping"]);
+    }
+}
