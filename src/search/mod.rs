@@ -12,6 +12,7 @@
 mod sink;
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -113,11 +114,7 @@ pub fn search(
     let matcher = build_matcher(request)?;
     let types = build_types(&request.file_types)?;
     let config = workspace.config();
-    let roots: Vec<PathBuf> = if request.paths.is_empty() {
-        vec![workspace.root().to_path_buf()]
-    } else {
-        request.paths.iter().map(|p| p.absolute.clone()).collect()
-    };
+    let roots = walk_roots(workspace, &request.paths);
 
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
@@ -150,6 +147,7 @@ pub fn search(
 
     walk.build_parallel().run(|| {
         let mut searcher = build_searcher(request.context_lines);
+        let mut buffer = Vec::new();
         let matcher = matcher.clone();
         let collector = &collector;
         let open_paths = &open_paths;
@@ -172,8 +170,13 @@ pub fn search(
                 return WalkState::Continue;
             }
             files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            buffer.clear();
+            if std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut buffer)).is_err() {
+                return WalkState::Continue;
+            }
+            normalise_lone_cr(&mut buffer);
             let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
-            if searcher.search_path(&matcher, path, &mut file_sink).is_ok() {
+            if searcher.search_slice(&matcher, &buffer, &mut file_sink).is_ok() {
                 collector.add(resolved, None, file_sink);
             }
             WalkState::Continue
@@ -190,9 +193,10 @@ pub fn search(
         let Some(document) = documents.get(&path) else { continue };
         let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
         files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let text = document.text.to_string();
+        let mut text = document.text.to_string().into_bytes();
+        normalise_lone_cr(&mut text);
         let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
-        if searcher.search_slice(&matcher, text.as_bytes(), &mut file_sink).is_ok() {
+        if searcher.search_slice(&matcher, &text, &mut file_sink).is_ok() {
             collector.add(resolved, Some(document.version), file_sink);
         }
     }
@@ -200,6 +204,39 @@ pub fn search(
     let mut outcome = collector.finish();
     outcome.files_searched = files_searched.into_inner();
     Ok(outcome)
+}
+
+/// The walk's starting points: the root when none are given; otherwise the given paths without
+/// duplicates and without paths inside another given path (each file is searched once).
+fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        return vec![workspace.root().to_path_buf()];
+    }
+    let mut sorted: Vec<&Path> = paths.iter().map(|p| p.absolute.as_path()).collect();
+    sorted.sort();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for path in sorted {
+        if !roots.iter().any(|kept| path.starts_with(kept)) {
+            roots.push(path.to_path_buf());
+        }
+    }
+    roots
+}
+
+/// Turns each lone `\r` (one not followed by `\n`) into `\n`, in place.
+///
+/// LSP, and so the Engine, counts `\n`, `\r\n` and a lone `\r` as line breaks; grep-searcher
+/// only knows `\n`. The replacement keeps every byte offset, so line numbers then agree with
+/// `file_read`'s and the returned line texts are the same as `documents::position::line_text`.
+fn normalise_lone_cr(bytes: &mut [u8]) {
+    let mut from = 0;
+    while let Some(idx) = memchr::memchr(b'\r', &bytes[from..]) {
+        let at = from + idx;
+        if bytes.get(at + 1) != Some(&b'\n') {
+            bytes[at] = b'\n';
+        }
+        from = at + 1;
+    }
 }
 
 fn build_matcher(request: &SearchRequest) -> Result<RegexMatcher, SearchError> {
@@ -342,5 +379,32 @@ impl Collector {
             files_searched: 0,
             truncated,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_carriage_returns_become_line_feeds_and_offsets_stay() {
+        let cases: &[(&[u8], &[u8])] =
+            &[(b"a\rb\r\nc\n", b"a\nb\r\nc\n"), (b"\r\r\n\r", b"\n\r\n\n"), (b"no breaks", b"no breaks"), (b"", b"")];
+        for (input, expected) in cases {
+            let mut bytes = input.to_vec();
+            normalise_lone_cr(&mut bytes);
+            assert_eq!(&bytes, expected, "{:?}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn overlapping_paths_are_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/x.go"), "package b\n").unwrap();
+        let workspace = Workspace::with_config(dir.path(), Default::default()).unwrap();
+        let paths: Vec<ResolvedPath> =
+            ["a/b/x.go", "a", "a/b", "a"].iter().map(|p| workspace.resolve(p).unwrap()).collect();
+        assert_eq!(walk_roots(&workspace, &paths), vec![workspace.root().join("a")]);
     }
 }

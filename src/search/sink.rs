@@ -92,8 +92,11 @@ impl Sink for FileSink<'_> {
         }
         let bytes = mat.bytes();
         let first = self.matcher.find(bytes).ok().flatten().map_or(0, |m| m.start());
+        // Count the column in the text we return: invalid UTF-8 before the match becomes one
+        // U+FFFD per bad sequence there, so convert the prefix the same way.
+        let prefix = String::from_utf8_lossy(&bytes[..first.min(bytes.len())]);
+        let (column, _) = column_in_line(&prefix, prefix.len(), Encoding::Utf32);
         let text = String::from_utf8_lossy(bytes);
-        let (column, _) = column_in_line(&text, first, Encoding::Utf32);
         let (text, cut) = self.cut(&text);
         self.lines.insert(line, text.clone());
         self.matches.push((line, column + 1, text, cut));

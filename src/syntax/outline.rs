@@ -96,6 +96,11 @@ pub fn outline(parsed: &ParsedFile) -> Vec<Symbol> {
     out
 }
 
+/// Whether the parse tree has syntax errors (so an outline may be incomplete).
+pub fn has_syntax_errors(parsed: &ParsedFile) -> bool {
+    parsed.tree.root().get_inner_node().has_error()
+}
+
 /// Whether [`outline`] knows the declarations of `language`.
 pub fn supports(language: Language) -> bool {
     !matches!(language, Language::Html | Language::Vue | Language::Toml)
@@ -302,6 +307,8 @@ fn python<'r>(node: &SyntaxNode<'r>, in_class: bool) -> Step<'r> {
                 && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
             if is_constant { one(node, Found::new(SymbolKind::Constant, name.into_owned())) } else { Step::Skip }
         }
+        // A module tree-sitter cannot parse whole keeps its definitions under ERROR nodes.
+        "ERROR" => Step::Descend,
         "if_statement" | "try_statement" | "block" | "else_clause" | "elif_clause" | "except_clause"
         | "finally_clause"
             if !in_class =>

@@ -114,6 +114,9 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
         let language = source.language;
         match language.and_then(|lang| engine.syntax().parse(&resolved.absolute, lang, text)) {
             Some(parsed) if syntax::outline::supports(parsed.language) => {
+                if syntax::outline::has_syntax_errors(&parsed) {
+                    notes.push("the parser found syntax errors; the outline may be incomplete".to_owned());
+                }
                 syntax::outline::outline(&parsed).iter().map(symbol_info).collect()
             }
             _ => {
