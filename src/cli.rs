@@ -99,9 +99,14 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    let json = match &cli.command {
+        Command::Mcp => false,
+        Command::Search(args) => args.json,
+        Command::Read(args) => args.json,
+    };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
-        Err(err) => return report_error(&ToolError::from(err), false),
+        Err(err) => return report_error(&ToolError::from(err), json),
     };
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {

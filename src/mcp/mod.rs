@@ -9,11 +9,13 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::schema_for_output;
+use rmcp::handler::server::tool::{schema_for_output, schema_for_type};
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
 use crate::tools::{self, FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, ToolError};
@@ -43,19 +45,21 @@ impl McpServer {
     #[tool(
         description = "Search for text patterns in files (ripgrep's engine, in process). Regex by default (regex=false for a literal), file type filtering with ripgrep's type names (go, ts, py, c, cpp, rust, js, ...), context lines (default 2), max_results (default 100). Respects .gitignore. Open editor buffers are searched in their unsaved text. Results are grouped by file with 1-based line and column (characters) and totals over the whole search.",
         annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<FileSearchParams>(),
         output_schema = schema_for_output::<FileSearchOutput>()
     )]
-    async fn file_search(&self, Parameters(params): Parameters<FileSearchParams>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, move |engine| tools::file_search(engine, params), tools::render::file_search).await)
+    async fn file_search(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::file_search, tools::render::file_search).await)
     }
 
     #[tool(
         description = "Read a file's contents with optional line range (1-based, inclusive) and AST symbol summary. include_ast adds the outline (functions, methods with receiver/class, classes, structs, interfaces, types, enums, constants) with 1-based line ranges; symbols_only returns just the outline (token-efficient); max_lines (default 2000) truncates with a note saying where to continue. Open editor buffers are read in their unsaved text.",
         annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<FileReadParams>(),
         output_schema = schema_for_output::<FileReadOutput>()
     )]
-    async fn file_read(&self, Parameters(params): Parameters<FileReadParams>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, move |engine| tools::file_read(engine, params), tools::render::file_read).await)
+    async fn file_read(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::file_read, tools::render::file_read).await)
     }
 }
 
@@ -74,16 +78,28 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Runs a tool function on the blocking pool and turns its outcome into a tool result.
-async fn run<O, F>(engine: &Arc<Engine>, call: F, render: fn(&O) -> String) -> CallToolResult
+/// Parses a tool's arguments, runs the tool on the blocking pool and turns its outcome into a
+/// tool result. Arguments are parsed here rather than by rmcp so that a wrong argument is a
+/// structured `PARAMS_INVALID` error like every other failure.
+async fn run<P, O>(
+    engine: &Arc<Engine>,
+    arguments: JsonObject,
+    call: fn(&Engine, P) -> Result<O, ToolError>,
+    render: fn(&O) -> String,
+) -> CallToolResult
 where
+    P: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
-    F: FnOnce(&Engine) -> Result<O, ToolError> + Send + 'static,
 {
+    let params = match serde_json::from_value::<P>(serde_json::Value::Object(arguments)) {
+        Ok(params) => params,
+        Err(err) => return error_result(&ToolError::invalid_params(&err.to_string())),
+    };
     let engine = engine.clone();
-    let joined =
-        tokio::task::spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine))))
-            .await;
+    let joined = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine, params)))
+    })
+    .await;
     let outcome = match joined {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),

@@ -33,6 +33,7 @@ pub enum ErrorCode {
     UriInvalid = 1005,
     RootInvalid = 1006,
     ConfigInvalid = 1007,
+    ParamsInvalid = 1008,
     FileNotFound = 1101,
     FileIsDirectory = 1102,
     FileBinary = 1103,
@@ -49,7 +50,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -57,6 +58,7 @@ impl ErrorCode {
         ErrorCode::UriInvalid,
         ErrorCode::RootInvalid,
         ErrorCode::ConfigInvalid,
+        ErrorCode::ParamsInvalid,
         ErrorCode::FileNotFound,
         ErrorCode::FileIsDirectory,
         ErrorCode::FileBinary,
@@ -86,6 +88,7 @@ impl ErrorCode {
             ErrorCode::UriInvalid => "URI_INVALID",
             ErrorCode::RootInvalid => "ROOT_INVALID",
             ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+            ErrorCode::ParamsInvalid => "PARAMS_INVALID",
             ErrorCode::FileNotFound => "FILE_NOT_FOUND",
             ErrorCode::FileIsDirectory => "FILE_IS_DIRECTORY",
             ErrorCode::FileBinary => "FILE_BINARY",
@@ -143,6 +146,16 @@ impl ToolError {
             message,
             "This is a bug in filepuff; please report it with the input that caused it.",
         )
+    }
+
+    /// Arguments that do not fit the tool's input schema (a missing or mistyped field).
+    pub fn invalid_params(detail: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::ParamsInvalid,
+            format!("invalid arguments: {detail}"),
+            "Check the arguments against the tool's inputSchema (tools/list): names, types and required fields.",
+        )
+        .with("detail", detail)
     }
 
     /// The JSON form (what `structuredContent` carries).
@@ -245,7 +258,7 @@ pub fn read_error(err: ReadError, shown: &str) -> ToolError {
         ReadError::TooLarge { size, limit, .. } => ToolError::new(
             ErrorCode::FileTooLarge,
             format!("{shown} is {size} bytes, over the limit of {limit} bytes"),
-            "Search it with file_search, or raise [limits] max_file_bytes in filepuff.toml.",
+            "Raise [limits] max_file_bytes in filepuff.toml (file_search skips files over the same limit).",
         )
         .with("path", shown)
         .with("size_bytes", size)

@@ -164,7 +164,12 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
         return Err(range_error(format!("line_end {end} is before line_start {line_start}")));
     }
     if params.max_lines == Some(0) {
-        return Err(range_error("max_lines must be at least 1".to_owned()));
+        return Err(ToolError::new(
+            ErrorCode::LineRangeInvalid,
+            "max_lines must be at least 1",
+            "Leave max_lines out for the default (2000 lines), or give a positive number.",
+        )
+        .with("path", resolved.relative.as_str()));
     }
     if line_start > total_lines.max(1) {
         return Err(ToolError::new(

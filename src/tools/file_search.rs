@@ -144,9 +144,9 @@ fn output(params: &FileSearchParams, outcome: SearchOutcome) -> FileSearchOutput
         .collect();
     let returned_matches = files.iter().map(|f| f.matches.len()).sum();
     let hint = outcome.truncated.then(|| {
-        let last = files.last().map(|f| f.path.as_str()).unwrap_or("");
+        let last = files.last().map(|f| format!(" (the last shown is {})", f.path)).unwrap_or_default();
         format!(
-            "Showing {returned_matches} of {} matching lines. Narrow the search with paths or file_types, or raise max_results; results are ordered by path (the last shown is {last}).",
+            "Showing {returned_matches} of {} matching lines. Narrow the search with paths or file_types, or raise max_results; results are ordered by path{last}.",
             outcome.total_matches
         )
     });
@@ -180,19 +180,19 @@ pub fn render_text(output: &FileSearchOutput) -> String {
     for file in &output.files {
         let version = file.buffer_version.map(|v| format!(" (unsaved buffer, version {v})")).unwrap_or_default();
         let _ = writeln!(out, "\n{}{version}", file.path);
-        let mut lines: std::collections::BTreeMap<u64, (char, &str)> = std::collections::BTreeMap::new();
+        let mut lines: std::collections::BTreeMap<u64, (char, &str, &str)> = std::collections::BTreeMap::new();
         for hit in &file.matches {
             for context in hit.before.iter().chain(&hit.after) {
-                lines.entry(context.line).or_insert(('-', context.text.as_str()));
+                lines.entry(context.line).or_insert(('-', context.text.as_str(), ""));
             }
-            lines.insert(hit.line, (':', hit.text.as_str()));
+            lines.insert(hit.line, (':', hit.text.as_str(), if hit.text_truncated { " […]" } else { "" }));
         }
         let mut previous = None;
-        for (line, (mark, text)) in lines {
+        for (line, (mark, text, cut)) in lines {
             if previous.is_some_and(|p: u64| line > p + 1) {
                 out.push_str("--\n");
             }
-            let _ = writeln!(out, "{line}{mark}{text}");
+            let _ = writeln!(out, "{line}{mark}{text}{cut}");
             previous = Some(line);
         }
     }
