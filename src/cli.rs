@@ -8,8 +8,9 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+use crate::edits::Operation;
 use crate::engine::Engine;
-use crate::tools::{self, FileReadParams, FileSearchParams, ToolError};
+use crate::tools::{self, AstQueryParams, EditParams, FileReadParams, FileSearchParams, ToolError};
 use crate::workspace::Workspace;
 
 /// filepuff: one binary between editors, language servers and AI agents.
@@ -31,6 +32,92 @@ pub enum Command {
     Search(SearchArgs),
     /// Read a file, or its symbol outline (the file_read tool).
     Read(ReadArgs),
+    /// Structural search with an ast-grep pattern (the ast_query tool).
+    Query(QueryArgs),
+    /// Edit a file by AST node, text, regex or line range (edit_apply; edit_preview with --dry-run).
+    Edit(EditArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// ast-grep pattern, e.g. 'func $NAME($$$ARGS) error'.
+    pub pattern: String,
+    /// Language of the pattern: go, typescript, tsx, javascript, python, c, cpp, rust, …
+    #[arg(short = 'l', long = "lang", value_name = "LANG")]
+    pub language: String,
+    /// Files or directories to search (default: the root).
+    pub paths: Vec<String>,
+    /// Keep matches whose name ($NAME, or the declared name) matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub name_matches: Option<String>,
+    /// Keep matches whose name is exactly this.
+    #[arg(long, value_name = "NAME")]
+    pub name_exact: Option<String>,
+    /// Keep matches of this node kind (repeatable).
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kind_in: Vec<String>,
+    /// Matches to show (default 100); totals count all.
+    #[arg(short = 'm', long, value_name = "N")]
+    pub max_results: Option<usize>,
+    /// Print the tool's JSON result instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An edit operation on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CliOperation {
+    Replace,
+    #[value(alias = "insert_before")]
+    InsertBefore,
+    #[value(alias = "insert_after")]
+    InsertAfter,
+    Delete,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EditArgs {
+    /// File to edit.
+    pub file: String,
+    /// What to do with the selected target.
+    #[arg(long = "op", value_enum, value_name = "OP")]
+    pub operation: CliOperation,
+    /// New content, verbatim (no escapes are interpreted).
+    #[arg(long, value_name = "TEXT", conflicts_with = "content_file")]
+    pub content: Option<String>,
+    /// Read the new content from a file ('-' for stdin).
+    #[arg(long, value_name = "PATH")]
+    pub content_file: Option<PathBuf>,
+    /// AST node kind to select (code files).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+    /// Declared name to select: function, method (Type.method), class, type (code files).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// 1-based line: narrows AST selection; starts a line range in text mode.
+    #[arg(long, value_name = "LINE")]
+    pub line: Option<usize>,
+    /// Last line of a line range (1-based, inclusive).
+    #[arg(long, value_name = "LINE")]
+    pub line_end: Option<usize>,
+    /// 0-based index among several candidates.
+    #[arg(long, value_name = "N")]
+    pub index: Option<usize>,
+    /// Exact text to select.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Regex to select.
+    #[arg(long, value_name = "REGEX")]
+    pub pattern: Option<String>,
+    /// Refuse unless the file's content hash is this (sha256:…).
+    #[arg(long, value_name = "HASH")]
+    pub expected_hash: Option<String>,
+    /// Show the diff without writing (edit_preview).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the tool's JSON result instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,6 +190,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mcp => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
+        Command::Query(args) => args.json,
+        Command::Edit(args) => args.json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -148,6 +237,74 @@ pub fn run(cli: Cli) -> ExitCode {
                 Err(err) => report_error(&err, json),
             }
         }
+        Command::Query(args) => {
+            let json = args.json;
+            let params = AstQueryParams {
+                pattern: args.pattern,
+                language: args.language,
+                paths: args.paths,
+                name_matches: args.name_matches,
+                name_exact: args.name_exact,
+                kind_in: args.kind_in,
+                max_results: args.max_results,
+            };
+            match tools::ast_query(&engine, params) {
+                Ok(output) => {
+                    print_output(&output, json, tools::render::ast_query);
+                    ExitCode::from(if output.total_matches == 0 { EXIT_NO_MATCH } else { EXIT_OK })
+                }
+                Err(err) => report_error(&err, json),
+            }
+        }
+        Command::Edit(args) => run_edit(&engine, args),
+    }
+}
+
+fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
+    let json = args.json;
+    let content = match &args.content_file {
+        Some(path) => {
+            let read = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            };
+            match read {
+                Ok(content) => Some(content),
+                Err(err) => {
+                    let error =
+                        ToolError::invalid_params(&format!("cannot read --content-file {}: {err}", path.display()));
+                    return report_error(&error, json);
+                }
+            }
+        }
+        None => args.content,
+    };
+    let params = EditParams {
+        file: args.file,
+        operation: match args.operation {
+            CliOperation::Replace => Operation::Replace,
+            CliOperation::InsertBefore => Operation::InsertBefore,
+            CliOperation::InsertAfter => Operation::InsertAfter,
+            CliOperation::Delete => Operation::Delete,
+        },
+        new_content: content,
+        selector_kind: args.kind,
+        selector_name: args.name,
+        selector_line: args.line,
+        selector_index: args.index,
+        selector_line_end: args.line_end,
+        selector_text: args.text,
+        selector_pattern: args.pattern,
+        expected_hash: args.expected_hash,
+    };
+    let result = if args.dry_run { tools::edit_preview(engine, params) } else { tools::edit_apply(engine, params) };
+    match result {
+        Ok(output) => {
+            print_output(&output, json, tools::render::edit);
+            ExitCode::from(EXIT_OK)
+        }
+        Err(err) => report_error(&err, json),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod documents;
+pub mod edits;
 pub mod engine;
 pub mod mcp;
 pub mod search;

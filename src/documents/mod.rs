@@ -96,6 +96,21 @@ impl DocumentStore {
         }
     }
 
+    /// Replaces the whole text of an open buffer if its version is still `expected_version`,
+    /// giving it version `expected_version + 1`. Returns the new version, or the current one
+    /// (`None` when the document is closed) when the buffer moved on since it was read.
+    pub fn replace_if_version(&self, path: &Path, expected_version: i32, text: &str) -> Result<i32, Option<i32>> {
+        match self.documents.get_mut(path) {
+            Some(mut document) if document.version == expected_version => {
+                document.text = Rope::from_str(text);
+                document.version = expected_version.saturating_add(1);
+                Ok(document.version)
+            }
+            Some(document) => Err(Some(document.version)),
+            None => Err(None),
+        }
+    }
+
     /// Forgets a buffer (LSP `textDocument/didClose`); the disk is the truth again.
     pub fn close(&self, path: &Path) -> bool {
         self.documents.remove(path).is_some()
@@ -165,6 +180,34 @@ pub fn load_from_disk(path: &Path, max_bytes: u64) -> Result<SourceText, ReadErr
         origin: Origin::Disk { modified: metadata.modified().ok(), lossy },
         language: Language::from_path(path),
     })
+}
+
+/// The content hash tools report and compare (`file_read`, `edit_preview`, `edit_apply`'s
+/// `expected_hash`): `sha256:` and the lowercase hex SHA-256 of the text's UTF-8 bytes — for a
+/// UTF-8 file on disk, the same as `sha256sum FILE`.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha256_name(&sha2::Sha256::digest(bytes))
+}
+
+/// The [`content_hash`] of a rope, without copying it into one buffer.
+pub fn rope_hash(text: &Rope) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    for chunk in text.chunks() {
+        hasher.update(chunk.as_bytes());
+    }
+    sha256_name(&hasher.finalize())
+}
+
+fn sha256_name(digest: &[u8]) -> String {
+    let mut out = String::with_capacity(7 + 2 * digest.len());
+    out.push_str("sha256:");
+    for byte in digest {
+        out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+    }
+    out
 }
 
 fn memchr_nul(bytes: &[u8]) -> Option<usize> {

@@ -18,7 +18,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
-use crate::tools::{self, FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, ToolError};
+use crate::tools::{
+    self, AstQueryOutput, AstQueryParams, EditOutput, EditParams, FileReadOutput, FileReadParams, FileSearchOutput,
+    FileSearchParams, ToolError,
+};
 
 /// The MCP server: one Engine, the tool router.
 #[derive(Clone)]
@@ -60,6 +63,36 @@ impl McpServer {
     )]
     async fn file_read(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::file_read, tools::render::file_read).await)
+    }
+
+    #[tool(
+        description = "Search for AST patterns in code files (ast-grep pattern syntax, tree-sitter parsers). Placeholders: $NAME matches one node and captures it, $$$ARGS matches zero or more nodes (a list), $_ matches one node without capturing. Examples: 'func $NAME($$$ARGS) error' (go), 'class $NAME: $$$BODY' (python), 'function $NAME($PROPS) { $$$BODY }' (javascript). Filters: name_matches (regex) / name_exact on the $NAME capture or the node's declared name; kind_in (node kinds). Returns matches with 1-based lines and columns (characters; end exclusive), the matched text (cut at 1000 characters), the node kind and every capture. Files without the pattern's literal tokens are skipped unparsed; open editor buffers are searched in their unsaved text. Default max_results 100; totals count all.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<AstQueryParams>(),
+        output_schema = schema_for_output::<AstQueryOutput>()
+    )]
+    async fn ast_query(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::ast_query, tools::render::ast_query).await)
+    }
+
+    #[tool(
+        description = "Preview an edit without applying it: returns the unified diff, the chosen target and the would-be content hash. Selectors: AST mode for code files (selector_kind = tree-sitter node kind, selector_name = declared name incl. methods as Type.method, selector_line narrows), text mode for any file (selector_text exact, selector_pattern regex, selector_line + selector_line_end for a line range). Several matches without selector_index (0-based) is an error listing every candidate. Operations: replace, insert_before, insert_after, delete. new_content is taken verbatim (no unescaping); AST insertions are re-indented to the target; line endings follow the file. The edit is validated: one that adds syntax errors is refused.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<EditParams>(),
+        output_schema = schema_for_output::<EditOutput>()
+    )]
+    async fn edit_preview(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::edit_preview, tools::render::edit).await)
+    }
+
+    #[tool(
+        description = "Apply an edit to a file (same selectors and operations as edit_preview). Code files are parsed before and after: an edit that introduces syntax errors is refused with their positions and the file stays byte-identical. The write is atomic (temp file, fsync, rename), keeps permissions, and holds an OS file lock so concurrent edits from several processes serialize. Pass expected_hash (content_hash from file_read, or a preview's old_hash) to refuse the edit if the file changed since. A file open in the editor is edited in its buffer. Returns the diff and the new content hash.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        input_schema = schema_for_type::<EditParams>(),
+        output_schema = schema_for_output::<EditOutput>()
+    )]
+    async fn edit_apply(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::edit_apply, tools::render::edit).await)
     }
 }
 
@@ -160,6 +193,6 @@ mod tests {
         let expected = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(actual == expected, "the MCP tool list changed; review and run UPDATE_SNAPSHOTS=1 cargo test");
         let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["file_read", "file_search", "ping"]);
+        assert_eq!(names, ["ast_query", "edit_apply", "edit_preview", "file_read", "file_search", "ping"]);
     }
 }

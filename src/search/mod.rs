@@ -10,6 +10,7 @@
 //! interleaving; totals always cover the whole walk.
 
 mod sink;
+pub mod structural;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
@@ -116,30 +117,7 @@ pub fn search(
     let config = workspace.config();
     let roots = walk_roots(workspace, &request.paths);
 
-    let mut walk = WalkBuilder::new(&roots[0]);
-    for root in &roots[1..] {
-        walk.add(root);
-    }
-    let mut overrides = OverrideBuilder::new(workspace.root());
-    for glob in &config.walk.exclude {
-        overrides
-            .add(&format!("!{glob}"))
-            .map_err(|err| SearchError::InvalidGlob { glob: glob.clone(), message: err.to_string() })?;
-    }
-    let overrides =
-        overrides.build().map_err(|err| SearchError::InvalidGlob { glob: String::new(), message: err.to_string() })?;
-    let threads = match config.search.threads {
-        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        n => n,
-    };
-    walk.hidden(!config.walk.hidden)
-        .require_git(config.walk.require_git)
-        .follow_links(config.walk.follow_symlinks)
-        .types(types.clone())
-        .overrides(overrides)
-        .threads(threads)
-        .filter_entry(|entry| entry.file_name() != ".git");
-
+    let walk = build_walk(workspace, &roots, Some(types.clone()))?;
     let collector = Collector::new(request.max_results);
     let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
     let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
@@ -206,9 +184,45 @@ pub fn search(
     Ok(outcome)
 }
 
+/// The parallel walker over `roots` with the workspace's walk settings: ignore files, hidden
+/// files, symlinks, `[walk] exclude` globs, thread count; `types` selects ripgrep file types.
+pub(crate) fn build_walk(
+    workspace: &Workspace,
+    roots: &[PathBuf],
+    types: Option<Types>,
+) -> Result<WalkBuilder, SearchError> {
+    let config = workspace.config();
+    let mut walk = WalkBuilder::new(&roots[0]);
+    for root in &roots[1..] {
+        walk.add(root);
+    }
+    let mut overrides = OverrideBuilder::new(workspace.root());
+    for glob in &config.walk.exclude {
+        overrides
+            .add(&format!("!{glob}"))
+            .map_err(|err| SearchError::InvalidGlob { glob: glob.clone(), message: err.to_string() })?;
+    }
+    let overrides =
+        overrides.build().map_err(|err| SearchError::InvalidGlob { glob: String::new(), message: err.to_string() })?;
+    let threads = match config.search.threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    };
+    walk.hidden(!config.walk.hidden)
+        .require_git(config.walk.require_git)
+        .follow_links(config.walk.follow_symlinks)
+        .overrides(overrides)
+        .threads(threads)
+        .filter_entry(|entry| entry.file_name() != ".git");
+    if let Some(types) = types {
+        walk.types(types);
+    }
+    Ok(walk)
+}
+
 /// The walk's starting points: the root when none are given; otherwise the given paths without
 /// duplicates and without paths inside another given path (each file is searched once).
-fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<PathBuf> {
+pub(crate) fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<PathBuf> {
     if paths.is_empty() {
         return vec![workspace.root().to_path_buf()];
     }
@@ -228,7 +242,7 @@ fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<PathBuf> {
 /// LSP, and so the Engine, counts `\n`, `\r\n` and a lone `\r` as line breaks; grep-searcher
 /// only knows `\n`. The replacement keeps every byte offset, so line numbers then agree with
 /// `file_read`'s and the returned line texts are the same as `documents::position::line_text`.
-fn normalise_lone_cr(bytes: &mut [u8]) {
+pub(crate) fn normalise_lone_cr(bytes: &mut [u8]) {
     let mut from = 0;
     while let Some(idx) = memchr::memchr(b'\r', &bytes[from..]) {
         let at = from + idx;
@@ -289,7 +303,7 @@ fn build_types(names: &[String]) -> Result<Types, SearchError> {
     builder.build().map_err(|err| SearchError::UnknownFileType { name: err.to_string(), known: Vec::new() })
 }
 
-fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks: bool) -> Option<ResolvedPath> {
+pub(crate) fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks: bool) -> Option<ResolvedPath> {
     if follow_symlinks {
         // A followed link may lead outside the root: the sandbox decides.
         let real = path.canonicalize().ok()?;

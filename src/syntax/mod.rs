@@ -5,6 +5,7 @@
 //! has no bundled grammar: it is detected but not parsed. Vue files use the HTML grammar.
 
 pub mod outline;
+pub mod pattern;
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,41 @@ pub fn parse(language: Language, text: &Rope) -> Option<ParsedFile> {
     let source = text.to_string();
     let tree = AstGrep::try_new(&source, grammar).ok()?;
     Some(ParsedFile { language, tree, text: text.clone() })
+}
+
+/// A syntax error tree-sitter recovered from: an `ERROR` node (text it could not fit) or a
+/// `MISSING` node (a token it had to assume, such as a closing brace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// Byte range in the parsed text (empty for a MISSING node).
+    pub range: std::ops::Range<usize>,
+    /// True for a MISSING node; its `kind` is the assumed token (`}`, `)`, `identifier`).
+    pub missing: bool,
+    /// `ERROR`, or the kind of the missing node.
+    pub kind: String,
+}
+
+/// Every ERROR and MISSING node of `parsed`, in document order. Only subtrees that contain an
+/// error are entered, so a clean file costs one check.
+pub fn syntax_errors(parsed: &ParsedFile) -> Vec<SyntaxError> {
+    let mut out = Vec::new();
+    let root = parsed.tree.root();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_missing() {
+            out.push(SyntaxError { range: node.range(), missing: true, kind: node.kind().into_owned() });
+            continue;
+        }
+        if node.is_error() {
+            out.push(SyntaxError { range: node.range(), missing: false, kind: "ERROR".to_owned() });
+            continue;
+        }
+        if node.get_inner_node().has_error() {
+            let children: Vec<_> = node.children().collect();
+            stack.extend(children.into_iter().rev());
+        }
+    }
+    out
 }
 
 /// Parse trees by path, reused while the text is unchanged (keyed by a content hash, so a

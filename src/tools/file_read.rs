@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorCode, ToolError, error::read_error};
-use crate::documents::{Origin, position};
+use crate::documents::{self, Origin, position};
 use crate::engine::Engine;
 use crate::syntax::{self, Symbol};
 
@@ -44,6 +44,9 @@ pub struct FileReadOutput {
     pub buffer_version: Option<i32>,
     /// Lines in the file (a final line break does not start a new line).
     pub total_lines: usize,
+    /// Hash of the whole current text (`sha256:…` of its UTF-8 bytes); pass it to edit_apply
+    /// as `expected_hash` to refuse the edit if the file changes in between.
+    pub content_hash: String,
     /// First returned line (1-based); absent with symbols_only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_start: Option<usize>,
@@ -133,6 +136,7 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
         source: source_name.to_owned(),
         buffer_version,
         total_lines,
+        content_hash: documents::rope_hash(text),
         line_start: None,
         line_end: None,
         content: None,

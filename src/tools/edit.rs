@@ -1,0 +1,407 @@
+//! `edit_preview` and `edit_apply` (seed: filepuff API reference, "Edit Operations"), plus the
+//! stale-edit guard `expected_hash`.
+//!
+//! The edit is computed by [`crate::edits::plan`] on the file's current text. Who owns that text
+//! decides where the result goes: an open document (the editor's buffer) gets the new text as
+//! its next version in the documents store; a file on disk is replaced atomically under an
+//! exclusive advisory lock ([`crate::edits::write`]). The editor-facing proxy will route the
+//! open-document case to the editor as `workspace/applyEdit` at this same seam.
+
+use ropey::Rope;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ErrorCode, ToolError, error::read_error};
+use crate::documents::{self, Language};
+use crate::edits::write::{LockedFile, WriteError};
+use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
+use crate::engine::Engine;
+
+/// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct EditParams {
+    /// Path to the file to edit (relative to the workspace root, absolute inside it, or file://).
+    pub file: String,
+    /// replace, insert_before, insert_after or delete.
+    pub operation: Operation,
+    /// The new text, verbatim (no unescaping). Required for replace and insert_*; its line breaks
+    /// are written in the file's style. AST insertions and replacements are re-indented to the
+    /// target's indentation.
+    pub new_content: Option<String>,
+    /// AST node kind (tree-sitter), e.g. function_declaration, class_definition. Code files only.
+    pub selector_kind: Option<String>,
+    /// Declared name of the target: function, method (also `Type.method`), class, type, key.
+    /// Code files only.
+    pub selector_name: Option<String>,
+    /// 1-based line. AST mode: the target starts on (else contains) this line. Text mode: first
+    /// line of the range (alone: the whole line; with selector_text/pattern: matches on it).
+    pub selector_line: Option<usize>,
+    /// 0-based index of the match to use when the selector matches several; without it,
+    /// several matches are an error listing them.
+    pub selector_index: Option<usize>,
+    /// Last line (1-based, inclusive) of a line range; with selector_line.
+    pub selector_line_end: Option<usize>,
+    /// Exact text to match (text mode).
+    pub selector_text: Option<String>,
+    /// Regex to match (text mode; Rust regex syntax, `^`/`$` match at line boundaries).
+    pub selector_pattern: Option<String>,
+    /// Refuse the edit unless the file's current content hash is this (`sha256:…`, from
+    /// file_read or an earlier preview).
+    pub expected_hash: Option<String>,
+}
+
+/// Result of `edit_preview` and `edit_apply`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EditOutput {
+    /// Path relative to the workspace root.
+    pub file: String,
+    pub operation: String,
+    /// How the selector worked: ast, text or lines.
+    pub mode: String,
+    /// Whether the edit was written (always false for a preview, and when nothing changed).
+    pub applied: bool,
+    /// Whether the new content differs from the old.
+    pub changed: bool,
+    /// The span the selector chose.
+    pub target: EditTarget,
+    /// Unified diff of the change (3 lines of context).
+    pub diff: String,
+    /// Content hash before the edit (`sha256:…`).
+    pub old_hash: String,
+    /// Content hash after the edit (the would-be hash for a preview).
+    pub new_hash: String,
+    /// `disk` or `buffer` (an open editor document), for an applied edit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_to: Option<String>,
+    /// The document's new version when an open buffer was edited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_version: Option<i32>,
+    /// `passed` when a parser checked the new text, `not_checked` for files without a grammar.
+    pub validation: String,
+    /// Syntax errors the file already had (they do not block an edit).
+    pub preexisting_syntax_errors: usize,
+    pub lines_added: usize,
+    pub lines_removed: usize,
+}
+
+/// Where an edit lands: 1-based lines of the chosen candidate.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EditTarget {
+    pub start_line: usize,
+    pub end_line: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How many candidates the selector matched.
+    pub candidates: usize,
+}
+
+/// Runs `edit_preview`: the diff and would-be hash; nothing is written.
+///
+/// Errors: as [`edit_apply`], except that nothing is ever written.
+pub fn edit_preview(engine: &Engine, params: EditParams) -> Result<EditOutput, ToolError> {
+    run(engine, params, false)
+}
+
+/// Runs `edit_apply`.
+///
+/// Errors: path errors (1001–1005); 1101 not found, 1102 directory, 1103 binary, 1104 too
+/// large; 1105 a selector line past the end; 3002 unknown selector_kind; 5001–5013 (see
+/// `docs/ERROR_CODES.md`): no or conflicting selectors, missing content, no match, ambiguous
+/// match, index out of range, new syntax errors, stale hash, invalid UTF-8, write failure, a
+/// buffer that changed meanwhile. A refused edit writes nothing.
+pub fn edit_apply(engine: &Engine, params: EditParams) -> Result<EditOutput, ToolError> {
+    run(engine, params, true)
+}
+
+fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, ToolError> {
+    let workspace = engine.workspace();
+    let resolved = workspace.resolve(&params.file)?;
+    let shown = resolved.relative.clone();
+    let max_bytes = workspace.config().limits.max_file_bytes;
+    let selector = Selector {
+        kind: params.selector_kind.clone(),
+        name: params.selector_name.clone(),
+        line: params.selector_line,
+        line_end: params.selector_line_end,
+        index: params.selector_index,
+        text: params.selector_text.clone(),
+        pattern: params.selector_pattern.clone(),
+    };
+
+    if let Some(document) = engine.documents().get(&resolved.absolute) {
+        // The editor's buffer is the truth: edit it, never the disk under it.
+        let source = document.text.to_string();
+        let old_hash = documents::content_hash(source.as_bytes());
+        check_hash(&params, &old_hash, &shown)?;
+        let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&resolved.absolute));
+        let parsed = language.and_then(|l| engine.syntax().parse(&resolved.absolute, l, &document.text));
+        let planned = edits::plan(
+            &source,
+            language,
+            parsed.as_deref(),
+            params.operation,
+            params.new_content.as_deref(),
+            &selector,
+        )
+        .map_err(|err| edit_error(err, &shown))?;
+        let mut output = output(&shown, &params, &source, &planned, old_hash);
+        if apply && output.changed {
+            let version = engine
+                .documents()
+                .replace_if_version(&resolved.absolute, document.version, &planned.new_text)
+                .map_err(|current| {
+                    ToolError::new(
+                        ErrorCode::EditBufferChanged,
+                        format!("the open buffer of {shown} changed while the edit was computed"),
+                        "Retry the edit; it will be computed on the buffer's new text.",
+                    )
+                    .with("path", shown.as_str())
+                    .with("expected_version", document.version)
+                    .with("current_version", current)
+                })?;
+            output.applied = true;
+            output.written_to = Some("buffer".to_owned());
+            output.buffer_version = Some(version);
+        }
+        return Ok(output);
+    }
+
+    let mut locked = LockedFile::open(&resolved.absolute, max_bytes).map_err(|err| write_error(err, &shown))?;
+    let source = locked.read_text(max_bytes).map_err(|err| write_error(err, &shown))?;
+    let old_hash = documents::content_hash(source.as_bytes());
+    check_hash(&params, &old_hash, &shown)?;
+    let language = Language::from_path(&resolved.absolute);
+    let rope = Rope::from_str(&source);
+    let parsed = language.and_then(|l| engine.syntax().parse(&resolved.absolute, l, &rope));
+    let planned =
+        edits::plan(&source, language, parsed.as_deref(), params.operation, params.new_content.as_deref(), &selector)
+            .map_err(|err| edit_error(err, &shown))?;
+    let mut output = output(&shown, &params, &source, &planned, old_hash);
+    if apply && output.changed {
+        locked.replace(planned.new_text.as_bytes()).map_err(|err| write_error(err, &shown))?;
+        output.applied = true;
+        output.written_to = Some("disk".to_owned());
+    }
+    Ok(output)
+}
+
+fn check_hash(params: &EditParams, current: &str, shown: &str) -> Result<(), ToolError> {
+    match &params.expected_hash {
+        Some(expected) if !expected.trim().eq_ignore_ascii_case(current) => Err(ToolError::new(
+            ErrorCode::EditStale,
+            format!("{shown} changed since expected_hash was taken"),
+            "Read the file again (file_read returns content_hash), check that the edit still applies, and retry with the current hash.",
+        )
+        .with("path", shown)
+        .with("expected_hash", expected.as_str())
+        .with("current_hash", current)),
+        _ => Ok(()),
+    }
+}
+
+fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit, old_hash: String) -> EditOutput {
+    let diff = similar::TextDiff::from_lines(source, planned.new_text.as_str());
+    let (mut added, mut removed) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    let unified =
+        diff.unified_diff().context_radius(3).header(&format!("a/{shown}"), &format!("b/{shown}")).to_string();
+    let changed = planned.new_text != source;
+    EditOutput {
+        file: shown.to_owned(),
+        operation: params.operation.name().to_owned(),
+        mode: planned.mode.name().to_owned(),
+        applied: false,
+        changed,
+        target: EditTarget {
+            start_line: planned.target.start_line,
+            end_line: planned.target.end_line,
+            kind: planned.target.kind.clone(),
+            name: planned.target.name.clone(),
+            candidates: planned.candidates,
+        },
+        diff: unified,
+        new_hash: if changed { documents::content_hash(planned.new_text.as_bytes()) } else { old_hash.clone() },
+        old_hash,
+        written_to: None,
+        buffer_version: None,
+        validation: if planned.validated { "passed" } else { "not_checked" }.to_owned(),
+        preexisting_syntax_errors: planned.preexisting_errors,
+        lines_added: added,
+        lines_removed: removed,
+    }
+}
+
+fn candidates_json(candidates: &[CandidateSummary]) -> serde_json::Value {
+    serde_json::to_value(candidates).unwrap_or_default()
+}
+
+fn syntax_json(errors: &[SyntaxErrorSummary]) -> serde_json::Value {
+    serde_json::to_value(errors).unwrap_or_default()
+}
+
+/// The candidates as lines of a message (the text an agent reads), at most 20.
+fn list_candidates(candidates: &[CandidateSummary]) -> String {
+    let mut out = String::new();
+    for c in candidates.iter().take(20) {
+        let what = match (&c.kind, &c.name) {
+            (Some(kind), Some(name)) => format!(" {kind} {name}"),
+            (Some(kind), None) => format!(" {kind}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!("\n  [{}] line {}-{}{what}: {}", c.index, c.start_line, c.end_line, c.excerpt));
+    }
+    if candidates.len() > 20 {
+        out.push_str(&format!("\n  … and {} more", candidates.len() - 20));
+    }
+    out
+}
+
+fn edit_error(err: EditError, shown: &str) -> ToolError {
+    let mut message = format!("{shown}: {err}");
+    match &err {
+        EditError::Ambiguous { candidates } | EditError::IndexOutOfRange { candidates, .. } => {
+            message.push_str(&list_candidates(candidates));
+        }
+        EditError::Syntax { errors, .. } => {
+            for e in errors.iter().take(5) {
+                message.push_str(&format!("\n  line {}, column {}: {} near `{}`", e.line, e.column, e.kind, e.excerpt));
+            }
+        }
+        _ => {}
+    }
+    match err {
+        EditError::NoSelector => ToolError::new(
+            ErrorCode::EditNoSelector,
+            message,
+            "Select the target: selector_name/selector_kind (code), selector_text, selector_pattern, or selector_line (+ selector_line_end).",
+        ),
+        EditError::SelectorConflict(detail) => ToolError::new(
+            ErrorCode::EditSelectorConflict,
+            message,
+            "Use one selection mode: AST (selector_kind/selector_name, + selector_line), text (selector_text or selector_pattern, + lines), or a line range.",
+        )
+        .with("detail", detail),
+        EditError::ContentMissing { operation } => ToolError::new(
+            ErrorCode::EditContentMissing,
+            message,
+            "Pass new_content (the text to write; use delete to remove the target).",
+        )
+        .with("operation", operation),
+        EditError::NotCode { language } => ToolError::new(
+            ErrorCode::EditNotCode,
+            message,
+            "Use selector_text, selector_pattern or selector_line for this file.",
+        )
+        .with("language", language.unwrap_or("unknown")),
+        EditError::UnknownKind { kind, language, suggestions } => ToolError::new(
+            ErrorCode::ParseUnknownNodeKind,
+            message,
+            if suggestions.is_empty() {
+                "Use a tree-sitter node kind of the file's language.".to_owned()
+            } else {
+                format!("Close node kinds: {}.", suggestions.join(", "))
+            },
+        )
+        .with("kind", kind)
+        .with("language", language)
+        .with("suggestions", suggestions),
+        EditError::InvalidRegex { pattern, message: detail } => ToolError::new(
+            ErrorCode::EditSelectorRegexInvalid,
+            message,
+            "Fix selector_pattern (Rust regex syntax), or use selector_text for an exact match.",
+        )
+        .with("selector_pattern", pattern)
+        .with("detail", detail),
+        EditError::LinePastEnd { line, total } => ToolError::new(
+            ErrorCode::LineRangePastEnd,
+            message,
+            format!("Lines are 1-based; this file has {total}."),
+        )
+        .with("line", line)
+        .with("total_lines", total),
+        EditError::NoMatch => ToolError::new(
+            ErrorCode::EditNoMatch,
+            message,
+            "Check the selector against the current text (file_read; for names, file_read with include_ast lists the declarations).",
+        ),
+        EditError::Ambiguous { candidates } => ToolError::new(
+            ErrorCode::EditAmbiguous,
+            message,
+            "Pick one with selector_index (0-based, from the candidates listed in context), or narrow with selector_line / selector_kind.",
+        )
+        .with("candidates", candidates_json(&candidates)),
+        EditError::IndexOutOfRange { index, candidates } => ToolError::new(
+            ErrorCode::EditIndexOutOfRange,
+            message,
+            format!("selector_index is 0-based: use 0 to {}.", candidates.len().saturating_sub(1)),
+        )
+        .with("selector_index", index)
+        .with("candidates", candidates_json(&candidates)),
+        EditError::Syntax { errors, language } => ToolError::new(
+            ErrorCode::EditSyntaxError,
+            message,
+            "Fix new_content so the file still parses (the positions are in the would-be new text); the file was not changed.",
+        )
+        .with("language", language)
+        .with("errors", syntax_json(&errors)),
+    }
+}
+
+fn write_error(err: WriteError, shown: &str) -> ToolError {
+    match err {
+        WriteError::Read(err) => read_error(err, shown),
+        WriteError::NotUtf8 { offset, .. } => ToolError::new(
+            ErrorCode::EditNotUtf8,
+            format!("{shown} is not valid UTF-8 (first invalid byte at offset {offset})"),
+            "filepuff edits UTF-8 text only; convert the file first.",
+        )
+        .with("path", shown)
+        .with("offset", offset),
+        WriteError::Io { source, .. } => ToolError::new(
+            ErrorCode::EditWriteFailed,
+            format!("cannot write {shown}: {source}"),
+            "Check the file's and its directory's permissions and free space; the file was left unchanged.",
+        )
+        .with("path", shown)
+        .with("detail", source.to_string()),
+    }
+}
+
+/// Readable text: what changed where, then the diff.
+pub fn render_text(output: &EditOutput) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let what = match (output.applied, output.changed) {
+        (true, _) => format!("applied to {}", output.written_to.as_deref().unwrap_or("disk")),
+        (false, false) => "no change".to_owned(),
+        (false, true) => "preview (not written)".to_owned(),
+    };
+    let target = match (&output.target.kind, &output.target.name) {
+        (Some(kind), Some(name)) => format!("{kind} {name}, "),
+        (Some(kind), None) => format!("{kind}, "),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "{} {} ({} mode, {target}lines {}-{}): {what}; +{} -{} lines; syntax {}",
+        output.operation,
+        output.file,
+        output.mode,
+        output.target.start_line,
+        output.target.end_line,
+        output.lines_added,
+        output.lines_removed,
+        output.validation.replace('_', " ")
+    );
+    let _ = writeln!(out, "hash: {} -> {}", output.old_hash, output.new_hash);
+    out.push_str(&output.diff);
+    out
+}
