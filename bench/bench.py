@@ -6,7 +6,11 @@ Run with `bench/run` (it builds the release binary and installs ripgrep). Prints
      CLI and through MCP (a real MCP client over stdio): median wall time, ratio filepuff / rg;
   2. file_read symbols_only on 50 real files of three languages (Go, Python, C headers): output
      bytes / file bytes, median (text block and structuredContent separately);
-  3. startup: `filepuff mcp` launch to the `ping` answer, median.
+  3. startup: `filepuff mcp` launch to the `ping` answer, median;
+  4. ast_query vs the `ast-grep` CLI (`ast-grep run -p … --json`), same pattern and files: cold
+     (a fresh `filepuff query` process per run) and warm (repeated calls to one `filepuff mcp`,
+     parse cache hot), ratio filepuff / ast-grep;
+  5. edit_apply latency on generated 1 MB and 10 MB Go files, by text and by AST name.
 Nothing here asserts a time: the figures go to docs/performance.md.
 """
 
@@ -207,6 +211,130 @@ def bench_startup():
     print("| %.1f | %.1f | %.1f |" % (median_ms(samples), min(samples) * 1000, max(samples) * 1000))
 
 
+QUERIES = [
+    ("net", "func $NAME($$$ARGS) error", "net"),
+    ("net", "errors.New($MSG)", "net"),
+    ("all", "func $NAME($$$ARGS) error", "."),
+]
+
+
+def ast_grep_bin():
+    return str(Path(sys.executable).parent / "ast-grep")
+
+
+def ast_grep_cmd(pattern, path):
+    return [ast_grep_bin(), "run", "-p", pattern, "--lang", "go", "--json=compact", path]
+
+
+def query_cmd(pattern, path):
+    return [BIN, "--root", str(GOROOT_SRC), "query", pattern, "--lang", "go", "-m", "100000", "--json", path]
+
+
+def timed_in(cmd, cwd):
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=cwd)
+    return time.perf_counter() - start
+
+
+class RawMcp:
+    """`filepuff mcp` driven with newline-delimited JSON-RPC (no SDK cost on the client side)."""
+
+    def __init__(self, root):
+        self.proc = subprocess.Popen([BIN, "--root", str(root), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.next_id = 0
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+        self.request("initialize", init)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return json.loads(self.proc.stdout.readline())
+
+    def call(self, tool, arguments):
+        start = time.perf_counter()
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments})
+        elapsed = time.perf_counter() - start
+        assert not reply["result"].get("isError"), reply
+        return elapsed, reply["result"]["structuredContent"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def bench_query():
+    print()
+    print("## ast_query vs ast-grep CLI %s (Go standard library)" % subprocess.check_output(
+        [ast_grep_bin(), "--version"], text=True).strip())
+    print("cold = a new `filepuff query` process per run (empty parse cache); warm = repeated tools/call")
+    print("on one `filepuff mcp` (parse cache hot for files that passed the literal prefilter).")
+    print()
+    print("| corpus | pattern | ast-grep ms | filepuff cold ms | filepuff warm ms | cold / ast-grep | warm / ast-grep | matches (filepuff / ast-grep) | files parsed / scanned |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for corpus, pattern, path in QUERIES:
+        theirs = len(json.loads(subprocess.run(ast_grep_cmd(pattern, path), cwd=GOROOT_SRC, capture_output=True, text=True).stdout or "[]"))
+        out = json.loads(subprocess.run(query_cmd(pattern, path), capture_output=True, text=True).stdout)
+        cold, peer = [], []
+        runs = RUNS if corpus != "all" else max(3, RUNS // 2)
+        for _ in range(runs):
+            cold.append(timed(query_cmd(pattern, path)))
+            peer.append(timed_in(ast_grep_cmd(pattern, path), GOROOT_SRC))
+        server = RawMcp(GOROOT_SRC)
+        args = {"pattern": pattern, "language": "go", "paths": [path], "max_results": 100000}
+        server.call("ast_query", args)
+        warm = [server.call("ast_query", args)[0] for _ in range(runs)]
+        server.close()
+        a, c, w = median_ms(peer), median_ms(cold), median_ms(warm)
+        rows.append((corpus, pattern, a, c, w))
+        print("| %s | `%s` | %.0f | %.0f | %.0f | %.2f | %.2f | %d / %d | %d / %d |" % (
+            "GOROOT/src" if path == "." else path + "/", pattern.replace("|", "\\|"), a, c, w, c / a, w / a,
+            out["total_matches"], theirs, out["files_parsed"], out["files_scanned"]))
+    return rows
+
+
+def go_file_of(size):
+    body = []
+    n = 0
+    while sum(map(len, body)) < size:
+        body.append("// F%d is generated.\nfunc F%d(x int) (int, error) {\n\tif x < 0 {\n\t\treturn 0, nil\n\t}\n\treturn x * %d, nil\n}\n\n" % (n, n, n))
+        n += 1
+    return "package gen\n\n" + "".join(body), n
+
+
+def bench_edit():
+    import tempfile
+
+    print()
+    print("## edit_apply latency (MCP raw, median of %d)" % RUNS)
+    print("| file | by text (ms) | by AST name (ms) |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        server = RawMcp(root)
+        for label, size in [("1 MB", 1 << 20), ("10 MB", 10 << 20)]:
+            text, n = go_file_of(size)
+            name = "gen_%s.go" % label.replace(" ", "")
+            (root / name).write_text(text)
+            mid = n // 2
+            by_text, by_name = [], []
+            for i in range(RUNS):
+                t, _ = server.call("edit_apply", {"file": name, "operation": "replace",
+                                                  "selector_text": "return x * %d, nil" % mid if i % 2 == 0 else "return x * -%d, nil" % mid,
+                                                  "new_content": "return x * -%d, nil" % mid if i % 2 == 0 else "return x * %d, nil" % mid})
+                by_text.append(t)
+                t, _ = server.call("edit_apply", {"file": name, "operation": "replace", "selector_name": "F%d" % (mid + 1),
+                                                  "new_content": "func F%d(x int) (int, error) {\n\treturn x + %d, nil\n}" % (mid + 1, i)})
+                by_name.append(t)
+            print("| %s (%d bytes) | %.0f | %.0f |" % (label, len(text), median_ms(by_text), median_ms(by_name)))
+        server.close()
+
+
 def main():
     if not Path(BIN).exists():
         sys.exit("build the release binary first (bench/run does)")
@@ -215,6 +343,9 @@ def main():
     bench_search()
     bench_outline()
     bench_startup()
+    if "--no-query" not in sys.argv:
+        bench_query()
+        bench_edit()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ pub mod write;
 
 use std::ops::Range;
 
-use ropey::Rope;
 use serde::Deserialize;
 
 use crate::documents::Language;
@@ -87,6 +86,8 @@ pub struct PlannedEdit {
     pub preexisting_errors: usize,
     /// Whether the new text was checked by a parser.
     pub validated: bool,
+    /// The new text's parse tree (an incremental reparse of the old one), for the syntax cache.
+    pub new_tree: Option<std::sync::Arc<ParsedFile>>,
 }
 
 /// Why an edit was refused. Nothing is written when one is returned.
@@ -181,8 +182,10 @@ pub fn plan(
     new_text.push_str(&source[..edit.range.start]);
     new_text.push_str(&edit.new_text);
     new_text.push_str(&source[edit.range.end..]);
-    let (validated, preexisting_errors) = validate(source, &new_text, language, parsed, &edit)?;
-    Ok(PlannedEdit { mode, target, candidates: found.len(), edit, new_text, preexisting_errors, validated })
+    let new_tree =
+        parsed.and_then(|old| syntax::reparse_edited(old, edit.range.clone(), &edit.new_text)).map(std::sync::Arc::new);
+    let (validated, preexisting_errors) = validate(source, &new_text, language, parsed, new_tree.as_deref(), &edit)?;
+    Ok(PlannedEdit { mode, target, candidates: found.len(), edit, new_text, preexisting_errors, validated, new_tree })
 }
 
 fn summarise(found: &[Candidate], lines: &LineIndex<'_>) -> Vec<CandidateSummary> {
@@ -322,6 +325,7 @@ fn validate(
     new_text: &str,
     language: Option<Language>,
     parsed: Option<&ParsedFile>,
+    new_tree: Option<&ParsedFile>,
     edit: &TextEdit,
 ) -> Result<(bool, usize), EditError> {
     let Some(language) = language else { return Ok((false, 0)) };
@@ -342,10 +346,9 @@ fn validate(
             language: language.name(),
         });
     }
-    let Some(old_tree) = parsed else { return Ok((false, 0)) };
-    let Some(new_tree) = syntax::parse(language, &Rope::from_str(new_text)) else { return Ok((false, 0)) };
+    let (Some(old_tree), Some(new_tree)) = (parsed, new_tree) else { return Ok((false, 0)) };
     let before = syntax::syntax_errors(old_tree);
-    let after = syntax::syntax_errors(&new_tree);
+    let after = syntax::syntax_errors(new_tree);
     if after.is_empty() {
         return Ok((true, before.len()));
     }

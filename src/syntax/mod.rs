@@ -101,6 +101,21 @@ pub fn syntax_errors(parsed: &ParsedFile) -> Vec<SyntaxError> {
     out
 }
 
+/// The tree of `parsed`'s text after replacing `range` (bytes) with `new_text`, reparsed
+/// incrementally from the old tree (tree-sitter reuses every subtree the edit did not touch;
+/// the result is the tree a fresh parse would give). `None` when the reparse fails.
+pub fn reparse_edited(parsed: &ParsedFile, range: std::ops::Range<usize>, new_text: &str) -> Option<ParsedFile> {
+    let mut tree = parsed.tree.clone();
+    let edit = ast_grep_core::source::Edit {
+        position: range.start,
+        deleted_length: range.end - range.start,
+        inserted_text: new_text.as_bytes().to_vec(),
+    };
+    tree.edit(edit).ok()?;
+    let text = Rope::from_str(&tree.get_text());
+    Some(ParsedFile { language: parsed.language, tree, text })
+}
+
 /// Parse trees by path, reused while the text is unchanged (keyed by a content hash, so a
 /// buffer edit or a disk change is a miss). Bounded: the least recently used entry goes first.
 #[derive(Debug)]
@@ -142,6 +157,17 @@ impl SyntaxCache {
         Some(parsed)
     }
 
+    /// Stores a tree computed elsewhere (an incremental reparse after an edit) as the tree of
+    /// `path`'s current text, so the next parse of that text is a hit.
+    pub fn insert(&self, path: &Path, parsed: Arc<ParsedFile>) {
+        let key = (parsed.language, content_hash(&parsed.text), parsed.text.len_bytes());
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
+            self.evict_oldest();
+        }
+        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, last_used: AtomicU64::new(now) });
+    }
+
     /// Number of cached trees.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -175,6 +201,19 @@ fn content_hash(text: &Rope) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn incremental_reparse_equals_a_fresh_parse() {
+        let old = Rope::from_str("package a\n\nfunc A() {}\n\nfunc B() {}\n");
+        let parsed = parse(Language::Go, &old).unwrap();
+        let start = old.to_string().find("func B").unwrap();
+        let edited = reparse_edited(&parsed, start..start + 11, "func B() {").unwrap();
+        assert_eq!(edited.text.to_string(), "package a\n\nfunc A() {}\n\nfunc B() {\n");
+        let fresh = parse(Language::Go, &edited.text).unwrap();
+        assert_eq!(syntax_errors(&edited), syntax_errors(&fresh));
+        assert!(!syntax_errors(&edited).is_empty());
+        assert_eq!(edited.tree.root().get_inner_node().to_sexp(), fresh.tree.root().get_inner_node().to_sexp());
+    }
 
     #[test]
     fn cache_hits_until_the_text_changes_and_stays_bounded() {

@@ -161,6 +161,9 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
                     .with("expected_version", document.version)
                     .with("current_version", current)
                 })?;
+            if let Some(tree) = planned.new_tree {
+                engine.syntax().insert(&resolved.absolute, tree);
+            }
             output.applied = true;
             output.written_to = Some("buffer".to_owned());
             output.buffer_version = Some(version);
@@ -181,6 +184,9 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     let mut output = output(&shown, &params, &source, &planned, old_hash);
     if apply && output.changed {
         locked.replace(planned.new_text.as_bytes()).map_err(|err| write_error(err, &shown))?;
+        if let Some(tree) = planned.new_tree {
+            engine.syntax().insert(&resolved.absolute, tree);
+        }
         output.applied = true;
         output.written_to = Some("disk".to_owned());
     }
@@ -404,4 +410,57 @@ pub fn render_text(output: &EditOutput) -> String {
     let _ = writeln!(out, "hash: {} -> {}", output.old_hash, output.new_hash);
     out.push_str(&output.diff);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{AstQueryParams, ast_query};
+    use crate::workspace::Workspace;
+
+    fn params(file: &str) -> EditParams {
+        EditParams {
+            file: file.to_owned(),
+            operation: Operation::Replace,
+            new_content: Some("func B() {}".to_owned()),
+            selector_kind: None,
+            selector_name: Some("A".to_owned()),
+            selector_line: None,
+            selector_index: None,
+            selector_line_end: None,
+            selector_text: None,
+            selector_pattern: None,
+            expected_hash: None,
+        }
+    }
+
+    #[test]
+    fn open_buffers_are_edited_in_the_store_not_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.go"), "package a\n\nfunc A() {}\n").unwrap();
+        let engine = Engine::new(Workspace::with_config(dir.path(), Default::default()).unwrap());
+        let path = engine.workspace().resolve("a.go").unwrap().absolute;
+        let unsaved = "package a\n\n// unsaved\nfunc A() {}\n";
+        engine.documents().open(path.clone(), unsaved, 7, "go".to_owned());
+
+        // ast_query sees the unsaved text.
+        let found = ast_query(
+            &engine,
+            AstQueryParams { pattern: "func $NAME() {}".into(), language: "go".into(), ..AstQueryParams::default() },
+        )
+        .unwrap();
+        assert_eq!(found.matches[0].start_line, 4);
+        assert_eq!(found.matches[0].buffer_version, Some(7));
+
+        let stale = EditParams { expected_hash: Some(documents::content_hash(b"package a\n")), ..params("a.go") };
+        assert_eq!(edit_apply(&engine, stale).unwrap_err().code, 5010);
+        let preview = edit_preview(&engine, params("a.go")).unwrap();
+        assert_eq!(preview.old_hash, documents::content_hash(unsaved.as_bytes()));
+        let applied = edit_apply(&engine, params("a.go")).unwrap();
+        assert_eq!((applied.written_to.as_deref(), applied.buffer_version), (Some("buffer"), Some(8)));
+        assert_eq!(applied.new_hash, preview.new_hash);
+        let document = engine.documents().get(&path).unwrap();
+        assert_eq!(document.text.to_string(), "package a\n\n// unsaved\nfunc B() {}\n");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "package a\n\nfunc A() {}\n");
+    }
 }
