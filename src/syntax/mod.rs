@@ -112,7 +112,7 @@ pub fn reparse_edited(parsed: &ParsedFile, range: std::ops::Range<usize>, new_te
         inserted_text: new_text.as_bytes().to_vec(),
     };
     tree.edit(edit).ok()?;
-    let text = Rope::from_str(&tree.get_text());
+    let text = Rope::from_str(tree.get_text());
     Some(ParsedFile { language: parsed.language, tree, text })
 }
 
