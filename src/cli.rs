@@ -10,7 +10,9 @@ use serde::Serialize;
 
 use crate::edits::Operation;
 use crate::engine::Engine;
-use crate::tools::{self, AstQueryParams, EditParams, FileReadParams, FileSearchParams, ToolError};
+use crate::tools::{
+    self, AstQueryParams, EditParams, FileReadParams, FileSearchParams, PositionParams, ReferencesParams, ToolError,
+};
 use crate::workspace::Workspace;
 
 /// filepuff: one binary between editors, language servers and AI agents.
@@ -36,6 +38,33 @@ pub enum Command {
     Query(QueryArgs),
     /// Edit a file by AST node, text, regex or line range (edit_apply; edit_preview with --dry-run).
     Edit(EditArgs),
+    /// Go to the definition of the symbol at FILE:LINE[:COLUMN] (find_definition).
+    Def(PositionArgs),
+    /// List the references of the symbol at FILE:LINE[:COLUMN] (find_references).
+    Refs(RefsArgs),
+    /// Hover and definition of the symbol at FILE:LINE[:COLUMN] (symbol_at).
+    Hover(PositionArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PositionArgs {
+    /// FILE:LINE[:COLUMN] (1-based; the column counts characters).
+    pub location: String,
+    /// The identifier's text: the column may then be omitted or approximate.
+    #[arg(long, value_name = "NAME")]
+    pub symbol: Option<String>,
+    /// Print the tool's JSON result instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RefsArgs {
+    #[command(flatten)]
+    pub position: PositionArgs,
+    /// Leave the declaration out.
+    #[arg(long)]
+    pub no_declaration: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -192,6 +221,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
         Command::Edit(args) => args.json,
+        Command::Def(args) | Command::Hover(args) => args.json,
+        Command::Refs(args) => args.position.json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -257,6 +288,50 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Edit(args) => run_edit(&engine, args),
+        Command::Def(args) => match position_params(&args) {
+            Ok(params) => finish(tools::find_definition(&engine, params), args.json, tools::render::find_definition),
+            Err(err) => report_error(&err, args.json),
+        },
+        Command::Hover(args) => match position_params(&args) {
+            Ok(params) => finish(tools::symbol_at(&engine, params), args.json, tools::render::symbol_at),
+            Err(err) => report_error(&err, args.json),
+        },
+        Command::Refs(args) => match position_params(&args.position) {
+            Ok(position) => {
+                let params = ReferencesParams { position, include_declaration: Some(!args.no_declaration) };
+                finish(tools::find_references(&engine, params), args.position.json, tools::render::find_references)
+            }
+            Err(err) => report_error(&err, args.position.json),
+        },
+    }
+}
+
+/// `FILE:LINE[:COLUMN]` into position parameters.
+fn position_params(args: &PositionArgs) -> Result<PositionParams, ToolError> {
+    let bad = || ToolError::invalid_params(&format!("expected FILE:LINE[:COLUMN], got {:?}", args.location));
+    let mut parts = args.location.rsplitn(3, ':').collect::<Vec<_>>();
+    parts.reverse();
+    let (file, line, column) = match parts.as_slice() {
+        [file, line, column] if column.parse::<usize>().is_ok() => (file.to_string(), *line, Some(*column)),
+        [file, line] => (file.to_string(), *line, None),
+        [file, rest, line] => (format!("{file}:{rest}"), *line, None),
+        _ => return Err(bad()),
+    };
+    Ok(PositionParams {
+        file,
+        line: line.parse().map_err(|_| bad())?,
+        column: column.map(|c| c.parse()).transpose().map_err(|_| bad())?,
+        symbol: args.symbol.clone(),
+    })
+}
+
+fn finish<O: Serialize>(result: Result<O, ToolError>, json: bool, render: fn(&O) -> String) -> ExitCode {
+    match result {
+        Ok(output) => {
+            print_output(&output, json, render);
+            ExitCode::from(EXIT_OK)
+        }
+        Err(err) => report_error(&err, json),
     }
 }
 

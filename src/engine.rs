@@ -3,6 +3,7 @@
 //! Faces (MCP, CLI, later LSP) hold an `Arc<Engine>` and call tool functions with it; nothing in
 //! the Engine knows which face is calling.
 
+use crate::backends::Backends;
 use crate::documents::DocumentStore;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
@@ -16,12 +17,14 @@ pub struct Engine {
     workspace: Workspace,
     documents: DocumentStore,
     syntax: SyntaxCache,
+    backends: Backends,
 }
 
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
-        Engine { workspace, documents: DocumentStore::new(), syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY) }
+        let backends = Backends::new(workspace.root(), workspace.config());
+        Engine { workspace, documents: DocumentStore::new(), syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY), backends }
     }
 
     /// The root, configuration and path sandbox.
@@ -32,6 +35,11 @@ impl Engine {
     /// The live buffer store.
     pub fn documents(&self) -> &DocumentStore {
         &self.documents
+    }
+
+    /// The language servers.
+    pub fn backends(&self) -> &Backends {
+        &self.backends
     }
 
     /// The parse-tree cache.

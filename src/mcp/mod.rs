@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
 use crate::tools::{
-    self, AstQueryOutput, AstQueryParams, EditOutput, EditParams, FileReadOutput, FileReadParams, FileSearchOutput,
-    FileSearchParams, ToolError,
+    self, AstQueryOutput, AstQueryParams, DefinitionOutput, EditOutput, EditParams, FileReadOutput, FileReadParams,
+    FileSearchOutput, FileSearchParams, PositionParams, ReferencesOutput, ReferencesParams, SymbolAtOutput, ToolError,
 };
 
 /// The MCP server: one Engine, the tool router.
@@ -93,6 +93,42 @@ impl McpServer {
     )]
     async fn edit_apply(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::edit_apply, tools::render::edit).await)
+    }
+
+    #[tool(
+        description = "Get information about the symbol at a position: its identifier, the language server's hover (type, signature, documentation) and its definition locations. line and column are 1-based; column counts characters. Give symbol (the identifier's text) and the column may be omitted or approximate. The answer names the server and its completeness (complete | indexing | timed_out).",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<PositionParams>(),
+        output_schema = schema_for_output::<SymbolAtOutput>()
+    )]
+    async fn symbol_at(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::symbol_at, tools::render::symbol_at).await)
+    }
+
+    #[tool(
+        description = "Find the definition of the symbol at a position, through the file's language server (gopls, clangd, basedpyright/pyright, typescript-language-server, rust-analyzer). Returns file, 1-based line and column (characters) and a code preview around each definition. Give symbol (the identifier's text) and the column may be omitted or approximate. Open editor buffers are sent to the server in their unsaved text.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<PositionParams>(),
+        output_schema = schema_for_output::<DefinitionOutput>()
+    )]
+    async fn find_definition(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::find_definition, tools::render::find_definition).await)
+    }
+
+    #[tool(
+        description = "Find all references to the symbol at a position, through the file's language server, grouped by file (1-based lines, character columns, the line's text). include_declaration defaults to true. Waits for the server to finish indexing (bounded) so the list is not silently partial; completeness says complete, indexing or timed_out.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<ReferencesParams>(),
+        output_schema = schema_for_output::<ReferencesOutput>()
+    )]
+    async fn find_references(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::find_references, tools::render::find_references).await)
     }
 }
 
@@ -193,6 +229,19 @@ mod tests {
         let expected = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(actual == expected, "the MCP tool list changed; review and run UPDATE_SNAPSHOTS=1 cargo test");
         let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["ast_query", "edit_apply", "edit_preview", "file_read", "file_search", "ping"]);
+        assert_eq!(
+            names,
+            [
+                "ast_query",
+                "edit_apply",
+                "edit_preview",
+                "file_read",
+                "file_search",
+                "find_definition",
+                "find_references",
+                "ping",
+                "symbol_at"
+            ]
+        );
     }
 }

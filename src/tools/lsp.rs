@@ -1,0 +1,628 @@
+//! `symbol_at`, `find_definition` and `find_references` (seed: filepuff API reference, "LSP
+//! Operations"): the file's language server, reached through [`crate::backends`].
+//!
+//! Units: `line` is 1-based; `column` is 1-based and counts characters (Unicode scalar values),
+//! as every filepuff tool does. Each server's own encoding (UTF-8, UTF-16 or UTF-32 code units,
+//! negotiated at `initialize`) is converted to and from by `documents::position` only.
+//!
+//! Agents misreport columns: with `symbol` (the identifier's text) the column may be omitted or
+//! off — the tool takes the occurrence of `symbol` on the line nearest to `column`.
+//!
+//! Before each request the server is given the current text of the file — the open buffer if
+//! the editor has one, else the disk — and of every open buffer of its languages, so answers
+//! are about what the editor shows.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lsp_types::request::{GotoDefinition, HoverRequest, References};
+use lsp_types::{
+    GotoDefinitionParams, GotoDefinitionResponse, HoverContents, HoverParams, Location, MarkedString,
+    PartialResultParams, ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, Url,
+    WorkDoneProgressParams,
+};
+use ropey::Rope;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ErrorCode, ToolError, error::read_error};
+use crate::backends::{Acquired, BackendError, LspClient};
+use crate::documents::Language;
+use crate::documents::position::{self, Encoding, OneBased};
+use crate::engine::Engine;
+use crate::workspace::ResolvedPath;
+
+/// Lines of code shown around a definition (before and after its first line).
+const PREVIEW_CONTEXT: usize = 3;
+/// How long the server must have been without `$/progress` to count as settled.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// A position in a file, as the seed's LSP tools take it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct PositionParams {
+    /// Path to the file (relative to the workspace root, absolute inside it, or file://).
+    pub file: String,
+    /// Line number (1-based).
+    pub line: usize,
+    /// Column number (1-based, in characters). May be omitted when `symbol` is given.
+    pub column: Option<usize>,
+    /// The identifier's text; when given, the occurrence on `line` nearest to `column` is used.
+    pub symbol: Option<String>,
+}
+
+/// Parameters of `find_references`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ReferencesParams {
+    #[serde(flatten)]
+    pub position: PositionParams,
+    /// Include the declaration itself (default true).
+    pub include_declaration: Option<bool>,
+}
+
+/// A place in a file. Inside the root, `file` is relative and lines/columns are 1-based
+/// (columns in characters); outside it (a standard library, a system header) `file` is absolute
+/// and `column` is the server's own unit, since filepuff does not read files outside the root.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LocationInfo {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub outside_root: bool,
+    /// The line's text (inside the root), trimmed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// How far an answer can be trusted.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AnswerInfo {
+    /// The server that answered (name and version).
+    pub server: String,
+    /// `complete`: the server was settled (no indexing running); `indexing`: it was still
+    /// loading or indexing, the answer may be partial; `timed_out`: filepuff waited
+    /// `[lsp] ready_timeout_ms` for indexing to finish and it had not.
+    pub completeness: String,
+    /// True when the server had died and was restarted for this request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub restarted: bool,
+    /// The position sent, 1-based line and column (characters), after `symbol` lookup.
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Result of `find_definition`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DefinitionOutput {
+    pub definitions: Vec<DefinitionInfo>,
+    #[serde(flatten)]
+    pub answer: AnswerInfo,
+}
+
+/// One definition with a code preview.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DefinitionInfo {
+    #[serde(flatten)]
+    pub location: LocationInfo,
+    /// Lines around the definition (3 before, 3 after), `cat -n` numbered; inside the root only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+}
+
+/// Result of `find_references`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReferencesOutput {
+    /// References grouped by file, files in path order, references in position order.
+    pub files: Vec<FileReferences>,
+    pub total_references: usize,
+    #[serde(flatten)]
+    pub answer: AnswerInfo,
+}
+
+/// The references in one file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FileReferences {
+    pub file: String,
+    pub references: Vec<LocationInfo>,
+}
+
+/// Result of `symbol_at`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SymbolAtOutput {
+    /// The identifier at the position.
+    pub symbol: String,
+    /// The server's hover text (type, signature, documentation), Markdown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hover: Option<String>,
+    pub definitions: Vec<LocationInfo>,
+    #[serde(flatten)]
+    pub answer: AnswerInfo,
+}
+
+/// Runs `find_definition`.
+///
+/// Errors: path and read errors (1001–1107); 4001 no server for the language, 4002 server not
+/// installed (with the install command), 4003 failed to start, 4004 crashed twice, 4005 timed
+/// out twice, 4006 the server's own error; 4007 a position not in the file or `symbol` not on
+/// the line.
+pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<DefinitionOutput, ToolError> {
+    let target = Target::resolve(engine, &params)?;
+    let timeout = request_timeout(engine);
+    let (locations, answer, encoding) = target.ask(engine, true, |client, position| {
+        let params = GotoDefinitionParams {
+            text_document_position_params: position,
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        };
+        async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
+    })?;
+    let definitions = locations
+        .iter()
+        .map(|location| {
+            let (info, text) = location_info(engine, location, encoding);
+            let preview = text.map(|text| preview(&text, info.line));
+            DefinitionInfo { location: info, preview }
+        })
+        .collect();
+    Ok(DefinitionOutput { definitions, answer })
+}
+
+/// Runs `find_references`. Waits (bounded by `[lsp] ready_timeout_ms`) for the server to finish
+/// indexing first, so the list is not silently partial.
+///
+/// Errors: as [`find_definition`].
+pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<ReferencesOutput, ToolError> {
+    let target = Target::resolve(engine, &params.position)?;
+    let include_declaration = params.include_declaration.unwrap_or(true);
+    let timeout = request_timeout(engine);
+    let (locations, answer, encoding) = target.ask(engine, true, move |client, position| {
+        let params = ReferenceParams {
+            text_document_position: position,
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+            context: ReferenceContext { include_declaration },
+        };
+        async move { client.request::<References>(params, timeout).await.map(Option::unwrap_or_default) }
+    })?;
+    let mut by_file: BTreeMap<String, Vec<LocationInfo>> = BTreeMap::new();
+    for location in &locations {
+        let (info, _) = location_info(engine, location, encoding);
+        by_file.entry(info.file.clone()).or_default().push(info);
+    }
+    let files: Vec<FileReferences> = by_file
+        .into_iter()
+        .map(|(file, mut references)| {
+            references.sort_by_key(|r| (r.line, r.column));
+            references.dedup_by_key(|r| (r.line, r.column));
+            FileReferences { file, references }
+        })
+        .collect();
+    let total_references = files.iter().map(|f| f.references.len()).sum();
+    Ok(ReferencesOutput { files, total_references, answer })
+}
+
+/// Runs `symbol_at`: the identifier, the server's hover and the definition locations.
+///
+/// Errors: as [`find_definition`].
+pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutput, ToolError> {
+    let target = Target::resolve(engine, &params)?;
+    let symbol = target.identifier();
+    let timeout = request_timeout(engine);
+    let (hover, answer, _) = target.ask(engine, true, |client, position| {
+        let params =
+            HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
+        async move { client.request::<HoverRequest>(params, timeout).await }
+    })?;
+    let hover = hover.map(|hover| hover_text(hover.contents));
+    let definitions = find_definition(engine, params)
+        .map(|out| out.definitions.into_iter().map(|d| d.location).collect())
+        .unwrap_or_default();
+    Ok(SymbolAtOutput { symbol, hover, definitions, answer })
+}
+
+fn request_timeout(engine: &Engine) -> Duration {
+    Duration::from_millis(engine.backends().config().request_timeout_ms.max(100))
+}
+
+/// A resolved position: the file, its current text and the byte offset asked about.
+struct Target {
+    resolved: ResolvedPath,
+    language: Language,
+    text: Rope,
+    offset: usize,
+    at: OneBased,
+}
+
+impl Target {
+    fn resolve(engine: &Engine, params: &PositionParams) -> Result<Target, ToolError> {
+        let workspace = engine.workspace();
+        let resolved = workspace.resolve(&params.file)?;
+        let source = engine
+            .documents()
+            .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
+            .map_err(|err| read_error(err, &resolved.relative))?;
+        let language = source.language.ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::LspNoServer,
+                format!("{}: unknown language, no language server", resolved.relative),
+                "Language servers serve Go, C/C++, Python, TypeScript/JavaScript, Rust and Elixir files.",
+            )
+            .with("path", resolved.relative.as_str())
+        })?;
+        let text = source.text;
+        let total = position::line_count(&text);
+        let bad_position = |message: String| {
+            ToolError::new(
+                ErrorCode::LspBadPosition,
+                message,
+                "Lines and columns are 1-based; columns count characters.",
+            )
+            .with("path", resolved.relative.as_str())
+            .with("line", params.line)
+            .with("total_lines", total)
+        };
+        if params.line == 0 || params.line > total.max(1) {
+            return Err(bad_position(format!("line {} is not in {} ({total} lines)", params.line, resolved.relative)));
+        }
+        let line_text = position::line_text(&text, params.line - 1).map(|l| l.to_string()).unwrap_or_default();
+        let line_chars: Vec<char> = line_text.trim_end_matches(['\n', '\r']).chars().collect();
+        let column = match (&params.symbol, params.column) {
+            (Some(symbol), column) => {
+                let found = identifier_columns(&line_chars, symbol);
+                let wanted = column.unwrap_or(1);
+                let Some(best) = found.into_iter().min_by_key(|c| c.abs_diff(wanted)) else {
+                    return Err(bad_position(format!(
+                        "`{symbol}` is not on line {} of {}",
+                        params.line, resolved.relative
+                    ))
+                    .with("line_text", line_text.trim()));
+                };
+                best
+            }
+            (None, Some(column)) if column >= 1 && column <= line_chars.len() + 1 => column,
+            (None, Some(column)) => {
+                return Err(bad_position(format!(
+                    "column {column} is not on line {} ({} characters)",
+                    params.line,
+                    line_chars.len()
+                )));
+            }
+            (None, None) => return Err(bad_position("give column, or symbol (the identifier's text)".to_owned())),
+        };
+        let at = OneBased { line: params.line as u32, column: column as u32 };
+        let (offset, _) = position::one_based_to_offset(&text, at);
+        Ok(Target { resolved, language, text, offset, at })
+    }
+
+    /// The identifier around the position.
+    fn identifier(&self) -> String {
+        let text = self.text.to_string();
+        let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+        let start = text[..self.offset]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| is_ident(*c))
+            .last()
+            .map_or(self.offset, |(i, _)| i);
+        let end = text[self.offset..]
+            .char_indices()
+            .find(|(_, c)| !is_ident(*c))
+            .map_or(text.len(), |(i, _)| self.offset + i);
+        text[start..end].to_owned()
+    }
+
+    /// Syncs documents, sends the request built by `make`, and retries once on a crash or
+    /// timeout with a fresh server. With `needs_index`, waits for the server to settle first.
+    fn ask<T, F, Fut>(
+        &self,
+        engine: &Engine,
+        needs_index: bool,
+        make: F,
+    ) -> Result<(T, AnswerInfo, Encoding), ToolError>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<LspClient>, TextDocumentPositionParams) -> Fut,
+        Fut: std::future::Future<Output = Result<T, BackendError>> + Send + 'static,
+    {
+        let backends = engine.backends();
+        let mut restarted = false;
+        let mut last_error = None;
+        for attempt in 0..2 {
+            let Acquired { client, restarted: was_restarted } =
+                backends.acquire(&self.resolved.absolute, self.language).map_err(backend_error)?;
+            restarted |= was_restarted || attempt > 0;
+            let uri = Url::from_file_path(&self.resolved.absolute)
+                .map_err(|()| ToolError::internal(format!("no file URI for {}", self.resolved.absolute.display())))?;
+            let documents = open_documents(engine, &self.resolved.absolute, &self.text, self.language);
+            let (pos, _) = position::offset_to_position(&self.text, self.offset, client.encoding);
+            let position = TextDocumentPositionParams {
+                text_document: TextDocumentIdentifier { uri },
+                position: lsp_types::Position { line: pos.line, character: pos.character },
+            };
+            let ready_limit = Duration::from_millis(backends.config().ready_timeout_ms);
+            // Sync, let the server settle, ask; if it started loading or indexing meanwhile (a
+            // server often begins only once it sees the first document), settle and ask again,
+            // all within `ready_timeout_ms`.
+            let first = make(client.clone(), position.clone());
+            let second = make(client.clone(), position);
+            let worker = client.clone();
+            let outcome = backends.run(async move {
+                let deadline = std::time::Instant::now() + ready_limit;
+                for (uri, language_id, text) in documents {
+                    worker.sync(&uri, &language_id, &text).await?;
+                }
+                let mut settled = !needs_index || worker.wait_until_quiet(QUIET, ready_limit).await;
+                let generation = worker.progress_generation();
+                let mut result = first.await?;
+                if needs_index && (worker.busy() || worker.progress_generation() != generation) {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    settled = worker.wait_until_quiet(QUIET, left).await;
+                    if settled {
+                        result = second.await?;
+                    }
+                }
+                Ok::<_, BackendError>((result, Some(settled), worker.busy()))
+            });
+            match outcome {
+                Ok((result, settled, busy)) => {
+                    let completeness = match (settled, busy) {
+                        (Some(false), _) => "timed_out",
+                        (_, true) => "indexing",
+                        _ => "complete",
+                    };
+                    let server = client.server_info.clone().unwrap_or_else(|| client.name.clone());
+                    let answer = AnswerInfo {
+                        server,
+                        completeness: completeness.to_owned(),
+                        restarted,
+                        line: self.at.line as usize,
+                        column: self.at.column as usize,
+                    };
+                    return Ok((result, answer, client.encoding));
+                }
+                Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {
+                    tracing::warn!("{err}; restarting the server and retrying once");
+                    backends.discard(&client);
+                    last_error = Some(err);
+                }
+                Err(err) => return Err(backend_error(err)),
+            }
+        }
+        Err(backend_error(
+            last_error.unwrap_or(BackendError::Crashed { server: String::new(), message: String::new() }),
+        ))
+    }
+}
+
+/// The documents to sync before a request: the target (its current text) and every open buffer
+/// the server's languages cover.
+fn open_documents(engine: &Engine, target: &Path, text: &Rope, language: Language) -> Vec<(Url, String, Rope)> {
+    let mut out = Vec::new();
+    if let Ok(uri) = Url::from_file_path(target) {
+        out.push((uri, language.lsp_id().to_owned(), text.clone()));
+    }
+    for path in engine.documents().open_paths() {
+        if path == target {
+            continue;
+        }
+        let Some(document) = engine.documents().get(&path) else { continue };
+        let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&path));
+        if doc_language.is_none_or(|l| !same_server(l, language)) {
+            continue;
+        }
+        if let Ok(uri) = Url::from_file_path(&path) {
+            out.push((uri, document.language_id.clone(), document.text));
+        }
+    }
+    out
+}
+
+fn same_server(a: Language, b: Language) -> bool {
+    let group = |l: Language| match l {
+        Language::C | Language::Cpp => 1,
+        Language::TypeScript | Language::Tsx | Language::JavaScript => 2,
+        other => 10 + other as u8,
+    };
+    group(a) == group(b)
+}
+
+/// 1-based columns (characters) where `symbol` occurs on the line as a whole identifier.
+fn identifier_columns(line: &[char], symbol: &str) -> Vec<usize> {
+    let wanted: Vec<char> = symbol.chars().collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    (0..line.len().saturating_sub(wanted.len() - 1))
+        .filter(|&i| line[i..i + wanted.len()] == wanted[..])
+        .filter(|&i| i == 0 || !is_ident(line[i - 1]))
+        .filter(|&i| line.get(i + wanted.len()).is_none_or(|c| !is_ident(*c)))
+        .map(|i| i + 1)
+        .collect()
+}
+
+fn definition_locations(response: Option<GotoDefinitionResponse>) -> Vec<Location> {
+    match response {
+        None => Vec::new(),
+        Some(GotoDefinitionResponse::Scalar(location)) => vec![location],
+        Some(GotoDefinitionResponse::Array(locations)) => locations,
+        Some(GotoDefinitionResponse::Link(links)) => links
+            .into_iter()
+            .map(|link| Location { uri: link.target_uri, range: link.target_selection_range })
+            .collect(),
+    }
+}
+
+/// A location in filepuff's units, and the file's text when it is inside the root.
+fn location_info(engine: &Engine, location: &Location, encoding: Encoding) -> (LocationInfo, Option<Rope>) {
+    let workspace = engine.workspace();
+    let range = location.range;
+    let inside = workspace.resolve_uri(&location.uri).ok();
+    let text = inside.as_ref().and_then(|resolved| {
+        engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes).ok().map(|s| s.text)
+    });
+    match (inside, text) {
+        (Some(resolved), Some(text)) => {
+            let convert = |p: lsp_types::Position| {
+                let (offset, _) = position::position_to_offset(
+                    &text,
+                    position::Position { line: p.line, character: p.character },
+                    encoding,
+                );
+                position::offset_to_one_based(&text, offset).0
+            };
+            let (start, end) = (convert(range.start), convert(range.end));
+            let line_text =
+                position::line_text(&text, start.line as usize - 1).map(|l| l.to_string().trim().to_owned());
+            (
+                LocationInfo {
+                    file: resolved.relative,
+                    line: start.line as usize,
+                    column: start.column as usize,
+                    end_line: end.line as usize,
+                    end_column: end.column as usize,
+                    outside_root: false,
+                    text: line_text,
+                },
+                Some(text),
+            )
+        }
+        _ => (
+            LocationInfo {
+                file: location
+                    .uri
+                    .to_file_path()
+                    .map_or_else(|()| location.uri.to_string(), |p| p.display().to_string()),
+                line: range.start.line as usize + 1,
+                column: range.start.character as usize + 1,
+                end_line: range.end.line as usize + 1,
+                end_column: range.end.character as usize + 1,
+                outside_root: true,
+                text: None,
+            },
+            None,
+        ),
+    }
+}
+
+/// `cat -n` style lines around 1-based `line`.
+fn preview(text: &Rope, line: usize) -> String {
+    let total = position::line_count(text);
+    let first = line.saturating_sub(PREVIEW_CONTEXT).max(1);
+    let last = (line + PREVIEW_CONTEXT).min(total);
+    let mut out = String::new();
+    for number in first..=last {
+        let content = position::line_text(text, number - 1).map(|l| l.to_string()).unwrap_or_default();
+        out.push_str(&format!("{number:>6}\t{}\n", content.trim_end_matches(['\n', '\r'])));
+    }
+    out
+}
+
+fn hover_text(contents: HoverContents) -> String {
+    let marked = |m: MarkedString| match m {
+        MarkedString::String(s) => s,
+        MarkedString::LanguageString(ls) => format!("```{}\n{}\n```", ls.language, ls.value),
+    };
+    match contents {
+        HoverContents::Scalar(m) => marked(m),
+        HoverContents::Array(items) => items.into_iter().map(marked).collect::<Vec<_>>().join("\n\n"),
+        HoverContents::Markup(markup) => markup.value,
+    }
+}
+
+fn backend_error(err: BackendError) -> ToolError {
+    let message = err.to_string();
+    match err {
+        BackendError::NoServer { language } => ToolError::new(
+            ErrorCode::LspNoServer,
+            message,
+            "Configure one under [servers.NAME] in filepuff.toml (command, languages).",
+        )
+        .with("language", language),
+        BackendError::NotInstalled { server, command, install_hint } => {
+            ToolError::new(ErrorCode::LspNotInstalled, message, format!("Install it: {install_hint}."))
+                .with("server", server)
+                .with("command", command)
+        }
+        BackendError::StartFailed { server, command, message: detail } => ToolError::new(
+            ErrorCode::LspStartFailed,
+            message,
+            "Run the command by hand in the project to see why; `filepuff doctor` lists the servers.",
+        )
+        .with("server", server)
+        .with("command", command)
+        .with("detail", detail),
+        BackendError::Crashed { server, .. } => ToolError::new(
+            ErrorCode::LspCrashed,
+            message,
+            "The server stopped twice in a row; check its log (FILEPUFF_LOG=debug) and retry.",
+        )
+        .with("server", server),
+        BackendError::Timeout { server, method, ms } => ToolError::new(
+            ErrorCode::LspTimeout,
+            message,
+            "Retry; raise [lsp] request_timeout_ms for very large projects.",
+        )
+        .with("server", server)
+        .with("method", method)
+        .with("timeout_ms", ms),
+        BackendError::Server { server, method, .. } => {
+            ToolError::new(ErrorCode::LspServerError, message, "Check the position: it should be on an identifier.")
+                .with("server", server)
+                .with("method", method)
+        }
+    }
+}
+
+/// Readable text of `find_definition`.
+pub fn render_definition(output: &DefinitionOutput) -> String {
+    let mut out = String::new();
+    if output.definitions.is_empty() {
+        out.push_str("no definition found\n");
+    }
+    for d in &output.definitions {
+        out.push_str(&format!("{}:{}:{}\n", d.location.file, d.location.line, d.location.column));
+        if let Some(preview) = &d.preview {
+            out.push_str(preview);
+        }
+    }
+    out.push_str(&answer_line(&output.answer));
+    out
+}
+
+/// Readable text of `find_references`.
+pub fn render_references(output: &ReferencesOutput) -> String {
+    let mut out = String::new();
+    for file in &output.files {
+        out.push_str(&format!("{} ({})\n", file.file, file.references.len()));
+        for r in &file.references {
+            out.push_str(&format!("  {}:{}  {}\n", r.line, r.column, r.text.as_deref().unwrap_or("")));
+        }
+    }
+    out.push_str(&format!("{} reference(s) in {} file(s)\n", output.total_references, output.files.len()));
+    out.push_str(&answer_line(&output.answer));
+    out
+}
+
+/// Readable text of `symbol_at`.
+pub fn render_symbol_at(output: &SymbolAtOutput) -> String {
+    let mut out = format!("{}\n", output.symbol);
+    if let Some(hover) = &output.hover {
+        out.push_str(hover.trim_end());
+        out.push('\n');
+    }
+    for d in &output.definitions {
+        out.push_str(&format!("defined at {}:{}:{}\n", d.file, d.line, d.column));
+    }
+    out.push_str(&answer_line(&output.answer));
+    out
+}
+
+fn answer_line(answer: &AnswerInfo) -> String {
+    let restarted = if answer.restarted { ", server restarted" } else { "" };
+    format!("[{}: {}{restarted}]\n", answer.server, answer.completeness)
+}

@@ -1,0 +1,198 @@
+"""symbol_at, find_definition and find_references through real language servers — gopls, clangd,
+basedpyright and typescript-language-server, installed by scripts/install-language-servers into
+.tools/bin — driven over MCP with the official Python SDK. Expected values come from the fixture
+sources themselves (grep for the declaration line) and from `gopls references` run on the command
+line; lines with emoji and CJK before the identifier check the encoding each server negotiated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import McpSession, _close_session
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lsp"
+TOOLS_BIN = Path(__file__).resolve().parents[2] / ".tools" / "bin"
+
+
+def require(program: str) -> str:
+    found = shutil.which(program, path=f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    if not found:
+        pytest.skip(f"{program} is not installed (scripts/install-language-servers)")
+    return found
+
+
+def line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def column_of(path: Path, line: int, needle: str, nth: int = 0) -> int:
+    """1-based column in characters (what filepuff speaks) of the nth occurrence of needle."""
+    text = path.read_text().splitlines()[line - 1]
+    at = -1
+    for _ in range(nth + 1):
+        at = text.index(needle, at + 1)
+    return at + 1
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory) -> Path:
+    """A copy of the fixture projects (servers write caches; clangd needs absolute paths)."""
+    root = tmp_path_factory.mktemp("lsp") / "projects"
+    shutil.copytree(FIXTURES, root)
+    c = root / "c"
+    commands = [
+        {"directory": str(c), "file": str(c / name), "arguments": ["cc", "-std=c11", "-I.", "-c", name]}
+        for name in ["main.c", "util.c"]
+    ]
+    (c / "compile_commands.json").write_text(json.dumps(commands))
+    return root
+
+
+@pytest.fixture(scope="module")
+def session(projects, tmp_path_factory):
+    for program in ["gopls", "clangd", "basedpyright-langserver", "typescript-language-server"]:
+        require(program)
+    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    s = McpSession(projects, tmp_path_factory.mktemp("mcp-lsp") / "stderr.log").start()
+    yield s
+    _close_session(s)
+
+
+# ==== definitions ==================================================================================
+
+
+def test_go_definition_across_packages_with_emoji_before(session, projects):
+    main = projects / "go" / "main.go"
+    line = line_of(main, "😀")
+    out = session.ok("find_definition", {"file": "go/main.go", "line": line,
+                                         "column": column_of(main, line, "Hello")})
+    greet = projects / "go" / "greet" / "greet.go"
+    [d] = out["definitions"]
+    assert (d["file"], d["line"], d["column"]) == ("go/greet/greet.go", line_of(greet, "func Hello("), 6)
+    assert "func Hello(name string) string {" in d["preview"]
+    assert out["completeness"] == "complete" and out["server"].startswith("gopls")
+
+
+def test_c_definition_with_compile_commands(session, projects):
+    main = projects / "c" / "main.c"
+    line = line_of(main, "😀")
+    out = session.ok("find_definition", {"file": "c/main.c", "line": line, "symbol": "add"})
+    assert out["column"] == column_of(main, line, "add")
+    locations = {(d["file"], d["line"]) for d in out["definitions"]}
+    # The definition in util.c (clangd may also offer the header's declaration).
+    assert ("c/util.c", line_of(projects / "c" / "util.c", "int add(")) in locations or \
+        ("c/util.h", line_of(projects / "c" / "util.h", "int add(")) in locations
+    assert out["server"].startswith("clangd")
+
+
+def test_python_method_across_modules(session, projects):
+    checkout = projects / "py" / "shop" / "checkout.py"
+    line = line_of(checkout, "cart.total()")
+    out = session.ok("find_definition", {"file": "py/shop/checkout.py", "line": line, "symbol": "total"})
+    [d] = out["definitions"]
+    cart = projects / "py" / "shop" / "cart.py"
+    assert (d["file"], d["line"], d["column"]) == ("py/shop/cart.py", line_of(cart, "def total"), 9)
+    assert out["server"].startswith("basedpyright")
+
+
+def test_typescript_definition_through_an_import(session, projects):
+    square = projects / "ts" / "src" / "square.ts"
+    line = line_of(square, "😀")
+    out = session.ok("find_definition", {"file": "ts/src/square.ts", "line": line, "symbol": "describe"})
+    shape = projects / "ts" / "src" / "shape.ts"
+    assert [(d["file"], d["line"], d["column"]) for d in out["definitions"]] == [
+        ("ts/src/shape.ts", line_of(shape, "export function describe"), 17)
+    ]
+
+
+# ==== references ==================================================================================
+
+
+def gopls_references(projects: Path, file: Path, line: int, column: int) -> set[tuple[str, int, int]]:
+    """`gopls references -d FILE:LINE:COL` (columns in bytes there; converted to characters)."""
+    byte_col = len(file.read_text().splitlines()[line - 1][: column - 1].encode()) + 1
+    proc = subprocess.run([require("gopls"), "references", "-d", f"{file}:{line}:{byte_col}"],
+                          cwd=file.parent, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = set()
+    for row in proc.stdout.split():
+        path, l, span = row.rsplit(":", 2)
+        start = int(span.split("-")[0])
+        text = Path(path).read_text().splitlines()[int(l) - 1]
+        chars = len(text.encode()[: start - 1].decode()) + 1
+        out.add((str(Path(path).relative_to(projects)), int(l), chars))
+    return out
+
+
+def test_go_references_equal_gopls_cli(session, projects):
+    greet = projects / "go" / "greet" / "greet.go"
+    line = line_of(greet, "func Hello(")
+    out = session.ok("find_references", {"file": "go/greet/greet.go", "line": line, "symbol": "Hello"})
+    ours = {(f["file"], r["line"], r["column"]) for f in out["files"] for r in f["references"]}
+    assert ours == gopls_references(projects, greet, line, 6)
+    assert out["total_references"] == 4 and out["completeness"] == "complete"
+    without = session.ok("find_references", {"file": "go/greet/greet.go", "line": line, "symbol": "Hello",
+                                             "include_declaration": False})
+    assert without["total_references"] == 3
+
+
+def test_typescript_references_span_files(session, projects):
+    out = session.ok("find_references", {"file": "ts/src/shape.ts", "line": 1, "symbol": "Shape"})
+    assert {f["file"] for f in out["files"]} == {"ts/src/shape.ts", "ts/src/square.ts"}
+    assert out["completeness"] == "complete"
+
+
+def test_symbol_at_has_hover_and_definition(session, projects):
+    out = session.ok("symbol_at", {"file": "go/main.go", "line": line_of(projects / "go" / "main.go", "world"),
+                                   "symbol": "Hello"})
+    assert out["symbol"] == "Hello"
+    assert "func greet.Hello(name string) string" in out["hover"] and "Hello greets name." in out["hover"]
+    assert [(d["file"], d["line"]) for d in out["definitions"]] == [
+        ("go/greet/greet.go", line_of(projects / "go" / "greet" / "greet.go", "func Hello("))]
+
+
+def test_bad_positions_are_typed(session, projects):
+    err, _ = session.error("find_definition", {"file": "go/main.go", "line": 999, "column": 1})
+    assert err["code"] == 4007
+    err, _ = session.error("find_definition", {"file": "go/main.go", "line": 1, "symbol": "Nope"})
+    assert err["code"] == 4007
+    err, _ = session.error("find_definition", {"file": "go/main.go", "line": 1})
+    assert err["code"] == 4007
+
+
+def test_missing_server_names_the_command(projects, tmp_path, filepuff_bin):
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([str(filepuff_bin), "--root", str(projects), "def", "go/main.go:10", "--symbol", "Hello",
+                           "--json"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    err = json.loads(proc.stderr)
+    assert err["code"] == 4002 and err["context"]["command"] == "gopls" and "go install" in err["remediation"]
+
+
+def test_killed_server_is_restarted(session, projects):
+    greet = projects / "go" / "greet" / "greet.go"
+    args = {"file": "go/main.go", "line": line_of(projects / "go" / "main.go", "world"), "symbol": "Hello"}
+    session.ok("find_definition", args)
+    pids = subprocess.run(["pgrep", "-f", str(TOOLS_BIN / "gopls")], capture_output=True, text=True).stdout.split()
+    pids += subprocess.run(["pgrep", "-x", "gopls"], capture_output=True, text=True).stdout.split()
+    assert pids, "no gopls process"
+    for pid in set(pids):
+        os.kill(int(pid), signal.SIGKILL)
+    time.sleep(0.2)
+    start = time.monotonic()
+    out = session.ok("find_definition", args)
+    assert out["restarted"] is True
+    assert out["definitions"][0]["line"] == line_of(greet, "func Hello(")
+    assert time.monotonic() - start < 10
