@@ -196,3 +196,22 @@ def test_killed_server_is_restarted(session, projects):
     assert out["restarted"] is True
     assert out["definitions"][0]["line"] == line_of(greet, "func Hello(")
     assert time.monotonic() - start < 10
+
+
+def test_listenandserve_call_in_goroot_resolves_to_its_func_line(go_session, goroot_src):
+    """A real package: a call of http.ListenAndServe in net/http examples resolves to the func line
+    in net/http/server.go, and references of it include that call."""
+    require("gopls")
+    doc = goroot_src / "net" / "http" / "example_test.go"
+    line = line_of(doc, "http.ListenAndServe(")
+    out = go_session.ok("find_definition", {"file": "net/http/example_test.go", "line": line, "symbol": "ListenAndServe"})
+    server = goroot_src / "net" / "http" / "server.go"
+    assert [(d["file"], d["line"], d["column"]) for d in out["definitions"]] == [
+        ("net/http/server.go", line_of(server, "func ListenAndServe("), 6)
+    ]
+    refs = go_session.ok("find_references", {"file": "net/http/server.go", "line": line_of(server, "func ListenAndServe("),
+                                             "symbol": "ListenAndServe", "include_declaration": False})
+    assert ("net/http/example_test.go", line) in {(f["file"], r["line"]) for f in refs["files"] for r in f["references"]}
+    # gopls may still be loading all of std when [lsp] ready_timeout_ms runs out: then the answer
+    # must say so rather than pass for complete.
+    assert refs["completeness"] in ("complete", "timed_out")
