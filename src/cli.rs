@@ -44,6 +44,12 @@ pub enum Command {
     Refs(RefsArgs),
     /// Hover and definition of the symbol at FILE:LINE[:COLUMN] (symbol_at).
     Hover(PositionArgs),
+    /// Which language servers are installed, their versions, and what each serves.
+    Doctor {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -223,6 +229,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Edit(args) => args.json,
         Command::Def(args) | Command::Hover(args) => args.json,
         Command::Refs(args) => args.position.json,
+        Command::Doctor { json } => *json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -288,6 +295,11 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Edit(args) => run_edit(&engine, args),
+        Command::Doctor { json } => {
+            let reports = crate::backends::doctor(engine.backends());
+            print_output(&reports, json, render_doctor);
+            ExitCode::from(EXIT_OK)
+        }
         Command::Def(args) => match position_params(&args) {
             Ok(params) => finish(tools::find_definition(&engine, params), args.json, tools::render::find_definition),
             Err(err) => report_error(&err, args.json),
@@ -304,6 +316,23 @@ pub fn run(cli: Cli) -> ExitCode {
             Err(err) => report_error(&err, args.position.json),
         },
     }
+}
+
+fn render_doctor(reports: &Vec<crate::backends::ServerReport>) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let state = match (&r.path, r.disabled) {
+            (_, true) => "disabled".to_owned(),
+            (Some(path), _) => match &r.version {
+                Some(version) => format!("found {} ({version})", path.display()),
+                None => format!("found {}, but its version command failed: it may not run", path.display()),
+            },
+            (None, _) => format!("missing — install: {}", r.install_hint),
+        };
+        let serves = if r.serves.is_empty() { "-".to_owned() } else { r.serves.join(", ") };
+        out.push_str(&format!("{:<28} {:<40} serves: {serves}\n  {state}\n", r.name, r.command.join(" ")));
+    }
+    out
 }
 
 /// `FILE:LINE[:COLUMN]` into position parameters.

@@ -369,6 +369,22 @@ impl LspClient {
         Ok(())
     }
 
+    /// Tells the server that `uri` changed on disk (written by an edit): a `didChange` with the
+    /// new text when the server has the document open, and `workspace/didChangeWatchedFiles`
+    /// either way (LSP 3.17), so its view of files it did not open is refreshed too.
+    pub async fn file_changed(&self, uri: &Url, language_id: &str, text: &Rope) -> Result<(), BackendError> {
+        let is_open = self.synced.lock().await.contains_key(uri);
+        if is_open {
+            self.sync(uri, language_id, text).await?;
+        }
+        let mut server = self.server.clone();
+        server
+            .did_change_watched_files(lsp_types::DidChangeWatchedFilesParams {
+                changes: vec![lsp_types::FileEvent { uri: uri.clone(), typ: lsp_types::FileChangeType::CHANGED }],
+            })
+            .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })
+    }
+
     /// The version filepuff last sent for `uri`.
     pub async fn synced_version(&self, uri: &Url) -> Option<i32> {
         self.synced.lock().await.get(uri).map(|doc| doc.version)

@@ -184,6 +184,10 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     let mut output = output(&shown, &params, &source, &planned, old_hash);
     if apply && output.changed {
         locked.replace(planned.new_text.as_bytes()).map_err(|err| write_error(err, &shown))?;
+        drop(locked);
+        if let Some(language) = language {
+            engine.backends().file_changed(&resolved.absolute, language, &Rope::from_str(&planned.new_text));
+        }
         if let Some(tree) = planned.new_tree {
             engine.syntax().insert(&resolved.absolute, tree);
         }

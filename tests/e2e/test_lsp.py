@@ -215,3 +215,34 @@ def test_listenandserve_call_in_goroot_resolves_to_its_func_line(go_session, gor
     # gopls may still be loading all of std when [lsp] ready_timeout_ms runs out: then the answer
     # must say so rather than pass for complete.
     assert refs["completeness"] in ("complete", "timed_out")
+
+
+def test_servers_see_edits_written_to_disk(session, projects):
+    """After edit_apply shifts a function down, a definition request from another file lands on
+    its new line: the edit told gopls (didChange / didChangeWatchedFiles)."""
+    main_args = {"file": "go/main.go", "line": line_of(projects / "go" / "main.go", "world"), "symbol": "Hello"}
+    before = session.ok("find_definition", main_args)["definitions"][0]["line"]
+    session.ok("edit_apply", {"file": "go/greet/greet.go", "operation": "insert_before", "selector_name": "Hello",
+                              "new_content": "// Wave waves.\nfunc Wave() string {\n\treturn \"wave\"\n}\n"})
+    greet = projects / "go" / "greet" / "greet.go"
+    after = session.ok("find_definition", main_args)["definitions"][0]
+    assert after["line"] == line_of(greet, "func Hello(") == before + 4
+
+
+def test_doctor_reports_installed_versions_and_missing_servers(filepuff_bin, projects):
+    env = {**os.environ, "PATH": f"{TOOLS_BIN}{os.pathsep}/usr/bin:/bin"}
+    out = subprocess.run([str(filepuff_bin), "--root", str(projects), "doctor", "--json"], capture_output=True,
+                         text=True, env=env, check=True)
+    reports = {r["name"]: r for r in json.loads(out.stdout)}
+    pinned = Path(__file__).resolve().parents[2] / "scripts" / "install-language-servers"
+    versions = dict(line.split("=", 1) for line in pinned.read_text().splitlines()
+                    if line.endswith(tuple("0123456789")) and "_VERSION=" in line)
+    assert reports["gopls"]["version"].endswith(versions["GOPLS_VERSION"]) and reports["gopls"]["serves"] == ["go"]
+    assert versions["CLANGD_VERSION"] in reports["clangd"]["version"] and reports["clangd"]["serves"] == ["c", "cpp"]
+    assert versions["BASEDPYRIGHT_VERSION"] in reports["basedpyright"]["version"]
+    assert reports["basedpyright"]["serves"] == ["python"] and reports["pyright"]["serves"] == []
+    assert reports["typescript-language-server"]["version"] == versions["TS_LS_VERSION"]
+    bare = subprocess.run([str(filepuff_bin), "--root", str(projects), "doctor", "--json"], capture_output=True,
+                          text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, check=True)
+    gopls = {r["name"]: r for r in json.loads(bare.stdout)}["gopls"]
+    assert gopls["path"] is None and gopls["serves"] == [] and "go install" in gopls["install_hint"]
