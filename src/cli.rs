@@ -44,6 +44,14 @@ pub enum Command {
     Refs(RefsArgs),
     /// Hover and definition of the symbol at FILE:LINE[:COLUMN] (symbol_at).
     Hover(PositionArgs),
+    /// The language server's diagnostics for a file (diagnostics).
+    Diag {
+        /// The file.
+        file: String,
+        /// Print the tool's JSON result instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Which language servers are installed, their versions, and what each serves.
     Doctor {
         /// Print JSON instead of text.
@@ -150,6 +158,9 @@ pub struct EditArgs {
     /// Show the diff without writing (edit_preview).
     #[arg(long)]
     pub dry_run: bool,
+    /// Report the language server's diagnostics introduced by the edit.
+    #[arg(long)]
+    pub diagnostics: bool,
     /// Print the tool's JSON result instead of text.
     #[arg(long)]
     pub json: bool,
@@ -229,7 +240,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Edit(args) => args.json,
         Command::Def(args) | Command::Hover(args) => args.json,
         Command::Refs(args) => args.position.json,
-        Command::Doctor { json } => *json,
+        Command::Doctor { json } | Command::Diag { json, .. } => *json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -299,6 +310,9 @@ pub fn run(cli: Cli) -> ExitCode {
             let reports = crate::backends::doctor(engine.backends());
             print_output(&reports, json, render_doctor);
             ExitCode::from(EXIT_OK)
+        }
+        Command::Diag { file, json } => {
+            finish(tools::diagnostics(&engine, tools::DiagnosticsParams { file }), json, tools::render::diagnostics)
         }
         Command::Def(args) => match position_params(&args) {
             Ok(params) => finish(tools::find_definition(&engine, params), args.json, tools::render::find_definition),
@@ -401,6 +415,7 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
         selector_text: args.text,
         selector_pattern: args.pattern,
         expected_hash: args.expected_hash,
+        diagnostics: args.diagnostics.then_some(true),
     };
     let result = if args.dry_run { tools::edit_preview(engine, params) } else { tools::edit_apply(engine, params) };
     match result {

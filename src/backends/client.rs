@@ -60,6 +60,8 @@ struct Shared {
 struct Synced {
     version: i32,
     text: Rope,
+    /// When this version was sent.
+    sent: Instant,
 }
 
 /// A running language server.
@@ -350,7 +352,7 @@ impl LspClient {
                         },
                     })
                     .map_err(crashed)?;
-                synced.insert(uri.clone(), Synced { version: 1, text: text.clone() });
+                synced.insert(uri.clone(), Synced { version: 1, text: text.clone(), sent: Instant::now() });
             }
             Some(doc) if doc.text != *text => {
                 let change = incremental_change(&doc.text, text, self.encoding);
@@ -363,6 +365,7 @@ impl LspClient {
                     })
                     .map_err(crashed)?;
                 doc.text = text.clone();
+                doc.sent = Instant::now();
             }
             Some(_) => {}
         }
@@ -383,6 +386,56 @@ impl LspClient {
                 changes: vec![lsp_types::FileEvent { uri: uri.clone(), typ: lsp_types::FileChangeType::CHANGED }],
             })
             .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })
+    }
+
+    /// The server's diagnostics for the text last synced for `uri` — never older ones.
+    ///
+    /// Uses `textDocument/diagnostic` (pull, LSP 3.17) when the server offers it; otherwise
+    /// waits for a `publishDiagnostics` for the synced version (or, from servers that publish
+    /// without versions, one published after the sync and followed by 300 ms of quiet). Returns
+    /// the diagnostics and whether they are known to be for the current text (false after
+    /// `limit`: the latest published ones are returned, possibly older).
+    pub async fn diagnostics(&self, uri: &Url, limit: Duration) -> Result<(Vec<Diagnostic>, bool), BackendError> {
+        if self.capabilities.diagnostic_provider.is_some() {
+            let params = lsp_types::DocumentDiagnosticParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                identifier: None,
+                previous_result_id: None,
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            };
+            match self.request::<lsp_types::request::DocumentDiagnosticRequest>(params, limit).await {
+                Ok(lsp_types::DocumentDiagnosticReportResult::Report(lsp_types::DocumentDiagnosticReport::Full(
+                    report,
+                ))) => {
+                    return Ok((report.full_document_diagnostic_report.items, true));
+                }
+                Ok(_) => {}
+                Err(err @ BackendError::Crashed { .. }) => return Err(err),
+                Err(err) => tracing::debug!("pull diagnostics failed, waiting for published ones: {err}"),
+            }
+        }
+        let (version, sent) = match self.synced.lock().await.get(uri) {
+            Some(doc) => (doc.version, doc.sent),
+            None => return Ok((Vec::new(), false)),
+        };
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some((published, diagnostics, at)) = lock(&self.shared).diagnostics.get(uri) {
+                let current = match published {
+                    Some(published) => *published == version,
+                    None => *at >= sent && at.elapsed() >= Duration::from_millis(300),
+                };
+                if current {
+                    return Ok((diagnostics.clone(), true));
+                }
+            }
+            if Instant::now() >= deadline {
+                let latest = lock(&self.shared).diagnostics.get(uri).map(|(_, d, _)| d.clone()).unwrap_or_default();
+                return Ok((latest, false));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 
     /// The version filepuff last sent for `uri`.

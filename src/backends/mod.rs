@@ -343,6 +343,13 @@ impl Backends {
         }
     }
 
+    /// Whether the server for `path` (its language and project root) is running now.
+    pub fn is_running_for(&self, path: &Path, language: Language) -> bool {
+        let Ok((spec, _)) = self.spec_for(language) else { return false };
+        let key = (spec.name.clone(), self.project_root(spec, path));
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|c| c.is_alive())
+    }
+
     /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).
     pub fn discard(&self, client: &Arc<LspClient>) {
         self.clients.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| !Arc::ptr_eq(c, client));

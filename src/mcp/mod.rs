@@ -19,8 +19,9 @@ use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
 use crate::tools::{
-    self, AstQueryOutput, AstQueryParams, DefinitionOutput, EditOutput, EditParams, FileReadOutput, FileReadParams,
-    FileSearchOutput, FileSearchParams, PositionParams, ReferencesOutput, ReferencesParams, SymbolAtOutput, ToolError,
+    self, AstQueryOutput, AstQueryParams, DefinitionOutput, DiagnosticsOutput, DiagnosticsParams, EditOutput,
+    EditParams, FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, PositionParams, ReferencesOutput,
+    ReferencesParams, SymbolAtOutput, ToolError,
 };
 
 /// The MCP server: one Engine, the tool router.
@@ -130,6 +131,16 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::find_references, tools::render::find_references).await)
     }
+
+    #[tool(
+        description = "The language server's diagnostics (errors, warnings) for a file's current text — the open editor buffer if there is one, else the disk — pulled where the server supports it, else the ones it published for exactly that text. current: false says the server did not report for the current text in time. 1-based lines, character columns.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<DiagnosticsParams>(),
+        output_schema = schema_for_output::<DiagnosticsOutput>()
+    )]
+    async fn diagnostics(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::diagnostics, tools::render::diagnostics).await)
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -233,6 +244,7 @@ mod tests {
             names,
             [
                 "ast_query",
+                "diagnostics",
                 "edit_apply",
                 "edit_preview",
                 "file_read",

@@ -16,6 +16,7 @@ use crate::documents::{self, Language};
 use crate::edits::write::{LockedFile, WriteError};
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
 use crate::engine::Engine;
+use crate::tools::{DiagnosticInfo, file_diagnostics};
 
 /// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -48,6 +49,10 @@ pub struct EditParams {
     /// Refuse the edit unless the file's current content hash is this (`sha256:…`, from
     /// file_read or an earlier preview).
     pub expected_hash: Option<String>,
+    /// edit_apply: ask the file's language server for diagnostics before and after the edit and
+    /// split them into introduced and pre-existing (default: when a server for the file is
+    /// already running; true starts one; false never asks).
+    pub diagnostics: Option<bool>,
 }
 
 /// Result of `edit_preview` and `edit_apply`.
@@ -82,6 +87,27 @@ pub struct EditOutput {
     pub preexisting_syntax_errors: usize,
     pub lines_added: usize,
     pub lines_removed: usize,
+    /// The language server's view after an applied edit (see the `diagnostics` parameter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<EditDiagnostics>,
+}
+
+/// Diagnostics of the edited file after the edit, compared with before it by severity, code
+/// and message (positions move with the edit, so they are not compared).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EditDiagnostics {
+    /// New with this edit.
+    pub introduced: Vec<DiagnosticInfo>,
+    /// Already there before the edit.
+    pub pre_existing: Vec<DiagnosticInfo>,
+    /// How many diagnostics before the edit are gone after it.
+    pub resolved: usize,
+    /// Whether both lists are known to be for the exact texts (see the diagnostics tool).
+    pub current: bool,
+    pub server: String,
+    /// Why diagnostics could not be had (the edit itself was applied).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Where an edit lands: 1-based lines of the chosen candidate.
@@ -183,10 +209,22 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
             .map_err(|err| edit_error(err, &shown))?;
     let mut output = output(&shown, &params, &source, &planned, old_hash);
     if apply && output.changed {
+        let want_diagnostics = language.is_some_and(|l| {
+            params.diagnostics.unwrap_or_else(|| engine.backends().is_running_for(&resolved.absolute, l))
+        });
+        let before = match language {
+            Some(language) if want_diagnostics => Some(diagnostics_of(engine, &resolved.absolute, language, &rope)),
+            _ => None,
+        };
         locked.replace(planned.new_text.as_bytes()).map_err(|err| write_error(err, &shown))?;
         drop(locked);
+        let new_rope = Rope::from_str(&planned.new_text);
         if let Some(language) = language {
-            engine.backends().file_changed(&resolved.absolute, language, &Rope::from_str(&planned.new_text));
+            engine.backends().file_changed(&resolved.absolute, language, &new_rope);
+            if let Some(before) = before {
+                let after = diagnostics_of(engine, &resolved.absolute, language, &new_rope);
+                output.diagnostics = Some(compare_diagnostics(before, after));
+            }
         }
         if let Some(tree) = planned.new_tree {
             engine.syntax().insert(&resolved.absolute, tree);
@@ -195,6 +233,58 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
         output.written_to = Some("disk".to_owned());
     }
     Ok(output)
+}
+
+type Diagnosed = Result<(Vec<DiagnosticInfo>, bool, String), String>;
+
+/// The diagnostics of `text` as `path`'s content, from the file's language server.
+fn diagnostics_of(engine: &Engine, path: &std::path::Path, language: Language, text: &Rope) -> Diagnosed {
+    let acquired = engine.backends().acquire(path, language).map_err(|err| err.to_string())?;
+    let client = acquired.client;
+    let server = client.server_info.clone().unwrap_or_else(|| client.name.clone());
+    let (diagnostics, current) =
+        file_diagnostics(engine, &client, path, language, text).map_err(|err| err.message.clone())?;
+    Ok((diagnostics, current, server))
+}
+
+/// Splits the after-edit diagnostics into introduced and pre-existing ones.
+fn compare_diagnostics(before: Diagnosed, after: Diagnosed) -> EditDiagnostics {
+    let failed = |error: String| EditDiagnostics {
+        introduced: Vec::new(),
+        pre_existing: Vec::new(),
+        resolved: 0,
+        current: false,
+        server: String::new(),
+        error: Some(error),
+    };
+    let (before, before_current, _) = match before {
+        Ok(before) => before,
+        Err(error) => return failed(error),
+    };
+    let (after, after_current, server) = match after {
+        Ok(after) => after,
+        Err(error) => return failed(error),
+    };
+    let key = |d: &DiagnosticInfo| (d.severity.clone(), d.code.clone(), d.message.clone());
+    let mut remaining: Vec<_> = before.iter().map(key).collect();
+    let (mut introduced, mut pre_existing) = (Vec::new(), Vec::new());
+    for diagnostic in after {
+        match remaining.iter().position(|k| *k == key(&diagnostic)) {
+            Some(index) => {
+                remaining.swap_remove(index);
+                pre_existing.push(diagnostic);
+            }
+            None => introduced.push(diagnostic),
+        }
+    }
+    EditDiagnostics {
+        introduced,
+        pre_existing,
+        resolved: remaining.len(),
+        current: before_current && after_current,
+        server,
+        error: None,
+    }
 }
 
 fn check_hash(params: &EditParams, current: &str, shown: &str) -> Result<(), ToolError> {
@@ -246,6 +336,7 @@ fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit,
         preexisting_syntax_errors: planned.preexisting_errors,
         lines_added: added,
         lines_removed: removed,
+        diagnostics: None,
     }
 }
 
@@ -412,6 +503,26 @@ pub fn render_text(output: &EditOutput) -> String {
         output.validation.replace('_', " ")
     );
     let _ = writeln!(out, "hash: {} -> {}", output.old_hash, output.new_hash);
+    if let Some(d) = &output.diagnostics {
+        match &d.error {
+            Some(error) => {
+                let _ = writeln!(out, "diagnostics unavailable: {error}");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "diagnostics ({}): {} introduced, {} pre-existing, {} resolved",
+                    d.server,
+                    d.introduced.len(),
+                    d.pre_existing.len(),
+                    d.resolved
+                );
+                for i in &d.introduced {
+                    let _ = writeln!(out, "  introduced {}:{}: {}: {}", i.line, i.column, i.severity, i.message);
+                }
+            }
+        }
+    }
     out.push_str(&output.diff);
     out
 }
@@ -435,6 +546,7 @@ mod tests {
             selector_text: None,
             selector_pattern: None,
             expected_hash: None,
+            diagnostics: None,
         }
     }
 

@@ -626,3 +626,138 @@ fn answer_line(answer: &AnswerInfo) -> String {
     let restarted = if answer.restarted { ", server restarted" } else { "" };
     format!("[{}: {}{restarted}]\n", answer.server, answer.completeness)
 }
+
+/// Parameters of `diagnostics`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct DiagnosticsParams {
+    /// The file whose diagnostics to get.
+    pub file: String,
+}
+
+/// One diagnostic, 1-based lines and columns (characters; the end is exclusive).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DiagnosticInfo {
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    /// error, warning, information or hint.
+    pub severity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub message: String,
+}
+
+/// Result of `diagnostics`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DiagnosticsOutput {
+    pub file: String,
+    pub diagnostics: Vec<DiagnosticInfo>,
+    /// True when the diagnostics are known to be for the file's current text (the synced
+    /// version); false when the server did not report for it within `[lsp] ready_timeout_ms`.
+    pub current: bool,
+    pub server: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub restarted: bool,
+}
+
+/// Runs `diagnostics` for one file: pulled where the server supports it, else the ones
+/// published for the current text — never older ones without saying so (`current: false`).
+///
+/// Errors: path and read errors; 4001–4006 as [`find_definition`].
+pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<DiagnosticsOutput, ToolError> {
+    let workspace = engine.workspace();
+    let resolved = workspace.resolve(&params.file)?;
+    let source = engine
+        .documents()
+        .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
+        .map_err(|err| read_error(err, &resolved.relative))?;
+    let language = source.language.ok_or_else(|| {
+        ToolError::new(
+            ErrorCode::LspNoServer,
+            format!("{}: unknown language, no language server", resolved.relative),
+            "",
+        )
+    })?;
+    let Acquired { client, restarted } =
+        engine.backends().acquire(&resolved.absolute, language).map_err(backend_error)?;
+    let (diagnostics, current) = file_diagnostics(engine, &client, &resolved.absolute, language, &source.text)?;
+    Ok(DiagnosticsOutput {
+        file: resolved.relative,
+        diagnostics,
+        current,
+        server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
+        restarted,
+    })
+}
+
+/// Syncs `text` as `path`'s content to `client` and returns the diagnostics for it, converted.
+pub fn file_diagnostics(
+    engine: &Engine,
+    client: &Arc<LspClient>,
+    path: &Path,
+    language: Language,
+    text: &Rope,
+) -> Result<(Vec<DiagnosticInfo>, bool), ToolError> {
+    let uri = Url::from_file_path(path).map_err(|()| ToolError::internal(format!("no URI for {}", path.display())))?;
+    let documents = open_documents(engine, path, text, language);
+    let limit = Duration::from_millis(engine.backends().config().ready_timeout_ms);
+    let worker = client.clone();
+    let (raw, current) = engine
+        .backends()
+        .run(async move {
+            for (uri, language_id, text) in documents {
+                worker.sync(&uri, &language_id, &text).await?;
+            }
+            worker.wait_until_quiet(QUIET, limit).await;
+            worker.diagnostics(&uri, limit).await
+        })
+        .map_err(backend_error)?;
+    let encoding = client.encoding;
+    let convert = |p: lsp_types::Position| {
+        let (offset, _) =
+            position::position_to_offset(text, position::Position { line: p.line, character: p.character }, encoding);
+        position::offset_to_one_based(text, offset).0
+    };
+    let mut out: Vec<DiagnosticInfo> = raw
+        .into_iter()
+        .map(|d| {
+            let (start, end) = (convert(d.range.start), convert(d.range.end));
+            DiagnosticInfo {
+                line: start.line as usize,
+                column: start.column as usize,
+                end_line: end.line as usize,
+                end_column: end.column as usize,
+                severity: match d.severity {
+                    Some(lsp_types::DiagnosticSeverity::WARNING) => "warning",
+                    Some(lsp_types::DiagnosticSeverity::INFORMATION) => "information",
+                    Some(lsp_types::DiagnosticSeverity::HINT) => "hint",
+                    _ => "error",
+                }
+                .to_owned(),
+                code: d.code.map(|code| match code {
+                    lsp_types::NumberOrString::Number(n) => n.to_string(),
+                    lsp_types::NumberOrString::String(s) => s,
+                }),
+                source: d.source,
+                message: d.message,
+            }
+        })
+        .collect();
+    out.sort_by_key(|d| (d.line, d.column));
+    Ok((out, current))
+}
+
+/// Readable text of `diagnostics`.
+pub fn render_diagnostics(output: &DiagnosticsOutput) -> String {
+    let mut out = String::new();
+    for d in &output.diagnostics {
+        let source = d.source.as_deref().map(|s| format!(" [{s}]")).unwrap_or_default();
+        out.push_str(&format!("{}:{}:{}: {}: {}{source}\n", output.file, d.line, d.column, d.severity, d.message));
+    }
+    let current = if output.current { "" } else { " (not confirmed for the current text)" };
+    out.push_str(&format!("{} diagnostic(s) from {}{current}\n", output.diagnostics.len(), output.server));
+    out
+}

@@ -18,8 +18,8 @@ pub use error::{ErrorCode, ToolError};
 pub use file_read::{FileReadOutput, FileReadParams, SymbolInfo, file_read};
 pub use file_search::{FileSearchOutput, FileSearchParams, file_search};
 pub use lsp::{
-    DefinitionOutput, PositionParams, ReferencesOutput, ReferencesParams, SymbolAtOutput, find_definition,
-    find_references, symbol_at,
+    DefinitionOutput, DiagnosticInfo, DiagnosticsOutput, DiagnosticsParams, PositionParams, ReferencesOutput,
+    ReferencesParams, SymbolAtOutput, diagnostics, file_diagnostics, find_definition, find_references, symbol_at,
 };
 
 /// Text renderers, one per tool, used for MCP text content and CLI human output.
@@ -28,6 +28,7 @@ pub mod render {
     pub use super::edit::render_text as edit;
     pub use super::file_read::render_text as file_read;
     pub use super::file_search::render_text as file_search;
+    pub use super::lsp::render_diagnostics as diagnostics;
     pub use super::lsp::{
         render_definition as find_definition, render_references as find_references, render_symbol_at as symbol_at,
     };

@@ -246,3 +246,21 @@ def test_doctor_reports_installed_versions_and_missing_servers(filepuff_bin, pro
                           text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, check=True)
     gopls = {r["name"]: r for r in json.loads(bare.stdout)}["gopls"]
     assert gopls["path"] is None and gopls["serves"] == [] and "go install" in gopls["install_hint"]
+
+
+def test_edit_diagnostics_introduced_then_cleared(session, projects):
+    greet = projects / "go" / "greet" / "greet.go"
+    broke = session.ok("edit_apply", {"file": "go/greet/greet.go", "operation": "replace",
+                                      "selector_text": 'return "hello, " + name', "new_content": "return 42",
+                                      "diagnostics": True})
+    d = broke["diagnostics"]
+    assert "error" not in d
+    assert [(i["line"], i["severity"]) for i in d["introduced"]] == [(line_of(greet, "return 42"), "error")]
+    assert "42" in d["introduced"][0]["message"] and d["current"] is True
+    direct = session.ok("diagnostics", {"file": "go/greet/greet.go"})
+    assert [x["message"] for x in direct["diagnostics"]] == [d["introduced"][0]["message"]] and direct["current"]
+    fixed = session.ok("edit_apply", {"file": "go/greet/greet.go", "operation": "replace",
+                                      "selector_text": "return 42", "new_content": 'return "hello, " + name'})
+    # The server is running, so diagnostics come by default; the fix clears the error.
+    assert fixed["diagnostics"]["introduced"] == [] and fixed["diagnostics"]["resolved"] == 1
+    assert session.ok("diagnostics", {"file": "go/greet/greet.go"})["diagnostics"] == []
