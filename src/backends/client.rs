@@ -9,6 +9,7 @@
 //! `window/showMessage`, tracks `$/progress`, and keeps `textDocument/publishDiagnostics`.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -83,6 +84,8 @@ pub struct LspClient {
     pub pid: Option<u32>,
     pub started: Instant,
     last_used: Mutex<Instant>,
+    /// The JSON-RPC id the main loop gives our next request (see [`LspClient::request`]).
+    next_id: Mutex<i32>,
 }
 
 impl std::fmt::Debug for LspClient {
@@ -298,6 +301,8 @@ impl LspClient {
             pid,
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
+            // `initialize` was request 0.
+            next_id: Mutex::new(1),
         })
     }
 
@@ -310,7 +315,13 @@ impl LspClient {
         matches!(child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
-    /// Sends a request and waits for its answer, at most `timeout`.
+    /// Sends a request and waits for its answer, at most `timeout`; on timeout the server is
+    /// told to drop it (`$/cancelRequest`, LSP 3.17).
+    ///
+    /// async-lsp numbers outgoing requests itself (0, 1, 2, … in the order they reach its main
+    /// loop) and does not expose the id. The request is queued here under a lock, by polling its
+    /// future once, so this counter and the main loop's agree and the cancellation names the
+    /// right request.
     pub async fn request<R>(&self, params: R::Params, timeout: Duration) -> Result<R::Result, BackendError>
     where
         R: lsp_types::request::Request,
@@ -318,17 +329,44 @@ impl LspClient {
         R::Result: Send + 'static,
     {
         *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        match tokio::time::timeout(timeout, self.server.request::<R>(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(async_lsp::Error::Response(err))) => {
+        let mut future = Box::pin(self.server.request::<R>(params));
+        let id = {
+            let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+            let id = *next;
+            *next += 1;
+            let waker = futures::task::noop_waker();
+            let mut context = std::task::Context::from_waker(&waker);
+            if let std::task::Poll::Ready(result) = future.as_mut().poll(&mut context) {
+                return self.answer::<R>(result);
+            }
+            id
+        };
+        match tokio::time::timeout(timeout, future).await {
+            Ok(result) => self.answer::<R>(result),
+            Err(_) => {
+                let server = self.server.clone();
+                let _ = server.notify::<lsp_types::notification::Cancel>(lsp_types::CancelParams {
+                    id: NumberOrString::Number(id),
+                });
+                Err(BackendError::Timeout {
+                    server: self.name.clone(),
+                    method: R::METHOD,
+                    ms: timeout.as_millis() as u64,
+                })
+            }
+        }
+    }
+
+    fn answer<R: lsp_types::request::Request>(
+        &self,
+        result: Result<R::Result, async_lsp::Error>,
+    ) -> Result<R::Result, BackendError> {
+        match result {
+            Ok(result) => Ok(result),
+            Err(async_lsp::Error::Response(err)) => {
                 Err(BackendError::Server { server: self.name.clone(), method: R::METHOD, message: err.message })
             }
-            Ok(Err(err)) => Err(BackendError::Crashed { server: self.name.clone(), message: err.to_string() }),
-            Err(_) => Err(BackendError::Timeout {
-                server: self.name.clone(),
-                method: R::METHOD,
-                ms: timeout.as_millis() as u64,
-            }),
+            Err(err) => Err(BackendError::Crashed { server: self.name.clone(), message: err.to_string() }),
         }
     }
 
@@ -481,8 +519,8 @@ impl LspClient {
 
     /// `shutdown` and `exit`, then stops the main loop and the process.
     pub async fn stop(&self) {
+        let _ = self.request::<lsp_types::request::Shutdown>((), Duration::from_secs(2)).await;
         let mut server = self.server.clone();
-        let _ = tokio::time::timeout(Duration::from_secs(2), server.shutdown(())).await;
         let _ = server.exit(());
         tokio::time::sleep(Duration::from_millis(50)).await;
         // Abort the loop before the sockets go away (async-lsp panics if every ServerSocket is

@@ -385,7 +385,9 @@ impl Target {
                     return Ok((result, answer, client.encoding));
                 }
                 Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {
-                    tracing::warn!("{err}; restarting the server and retrying once");
+                    if attempt == 0 {
+                        tracing::warn!("{err}; restarting the server and retrying once");
+                    }
                     backends.discard(&client);
                     last_error = Some(err);
                 }

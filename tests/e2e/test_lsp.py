@@ -264,3 +264,33 @@ def test_edit_diagnostics_introduced_then_cleared(session, projects):
     # The server is running, so diagnostics come by default; the fix clears the error.
     assert fixed["diagnostics"]["introduced"] == [] and fixed["diagnostics"]["resolved"] == 1
     assert session.ok("diagnostics", {"file": "go/greet/greet.go"})["diagnostics"] == []
+
+
+def test_hung_server_gets_cancel_then_restart_then_typed_timeout(tmp_path, filepuff_bin):
+    """A server that never answers: the request is cancelled with its own id, the server is
+    restarted and the request retried once, then the error is a typed timeout."""
+    import sys
+
+    root = tmp_path / "hung"
+    root.mkdir()
+    (root / "main.go").write_text("package main\n\nfunc main() { main() }\n")
+    log = tmp_path / "fake.log"
+    fake = Path(__file__).with_name("fake_lsp.py")
+    (root / "filepuff.toml").write_text(
+        "[lsp]\nrequest_timeout_ms = 1500\nready_timeout_ms = 500\n\n"
+        f"[servers.fake]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(fake))}]\n"
+        f"languages = [\"go\"]\nenv = {{ FAKE_LSP_LOG = {json.dumps(str(log))} }}\n"
+    )
+    proc = subprocess.run([str(filepuff_bin), "--root", str(root), "def", "main.go:3", "--symbol", "main", "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout
+    err = json.loads(proc.stderr[proc.stderr.index("\n{") + 1:] if not proc.stderr.startswith("{") else proc.stderr)
+    assert err["code"] == 4005 and err["context"]["method"] == "textDocument/definition"
+    messages = [json.loads(line) for line in log.read_text().splitlines()]
+    pids = sorted({m["pid"] for m in messages})
+    assert len(pids) == 2, "the hung server was restarted once"
+    for pid in pids:
+        mine = [m for m in messages if m["pid"] == pid]
+        [definition] = [m for m in mine if m.get("method") == "textDocument/definition"]
+        cancels = [m for m in mine if m.get("method") == "$/cancelRequest"]
+        assert [c["params"]["id"] for c in cancels][:1] == [definition["id"]]
