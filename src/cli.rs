@@ -44,6 +44,8 @@ pub enum Command {
     Refs(RefsArgs),
     /// Hover and definition of the symbol at FILE:LINE[:COLUMN] (symbol_at).
     Hover(PositionArgs),
+    /// Rename the symbol at FILE:LINE[:COLUMN] across the project (rename_symbol; --apply writes).
+    Rename(RenameArgs),
     /// The language server's diagnostics for a file (diagnostics).
     Diag {
         /// The file.
@@ -70,6 +72,17 @@ pub struct PositionArgs {
     /// Print the tool's JSON result instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RenameArgs {
+    #[command(flatten)]
+    pub position: PositionArgs,
+    /// The new name.
+    pub new_name: String,
+    /// Write the change (default: show the diff only).
+    #[arg(long)]
+    pub apply: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -240,6 +253,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Edit(args) => args.json,
         Command::Def(args) | Command::Hover(args) => args.json,
         Command::Refs(args) => args.position.json,
+        Command::Rename(args) => args.position.json,
         Command::Doctor { json } | Command::Diag { json, .. } => *json,
     };
     let workspace = match Workspace::open(&root) {
@@ -311,6 +325,13 @@ pub fn run(cli: Cli) -> ExitCode {
             print_output(&reports, json, render_doctor);
             ExitCode::from(EXIT_OK)
         }
+        Command::Rename(args) => match position_params(&args.position) {
+            Ok(position) => {
+                let params = tools::RenameSymbolParams { position, new_name: args.new_name, apply: args.apply };
+                finish(tools::rename_symbol(&engine, params), args.position.json, tools::render::rename_symbol)
+            }
+            Err(err) => report_error(&err, args.position.json),
+        },
         Command::Diag { file, json } => {
             finish(tools::diagnostics(&engine, tools::DiagnosticsParams { file }), json, tools::render::diagnostics)
         }

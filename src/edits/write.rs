@@ -114,8 +114,16 @@ impl LockedFile {
     /// Atomically replaces the file's content with `content` (see the module docs), keeping its
     /// permissions. The lock stays held until `self` is dropped.
     pub fn replace(&self, content: &[u8]) -> Result<(), WriteError> {
+        let staged = self.stage(content)?;
+        self.commit(staged)
+    }
+
+    /// The first half of [`LockedFile::replace`]: `content` durable in a temporary file beside
+    /// this one, with its permissions. Nothing visible changes until [`LockedFile::commit`];
+    /// dropping the result removes the temporary file. Multi-file edits stage every file first.
+    pub fn stage(&self, content: &[u8]) -> Result<tempfile::NamedTempFile, WriteError> {
         let io = |source: std::io::Error| WriteError::Io { path: self.path.clone(), source };
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = self.dir();
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         remove_stale_temps(dir, &name);
         let mut temp = tempfile::Builder::new()
@@ -131,13 +139,23 @@ impl LockedFile {
         // is ours, as with any editor's save.
         let _ = std::os::unix::fs::fchown(file, Some(self.metadata.uid()), Some(self.metadata.gid()));
         file.sync_all().map_err(io)?;
+        Ok(temp)
+    }
+
+    /// The second half: renames the staged file over this one and syncs the directory.
+    pub fn commit(&self, staged: tempfile::NamedTempFile) -> Result<(), WriteError> {
+        let io = |source: std::io::Error| WriteError::Io { path: self.path.clone(), source };
         if let Some(marker) = std::env::var_os(HOLD_BEFORE_RENAME_ENV) {
-            let _ = std::fs::write(&marker, temp.path().as_os_str().as_encoded_bytes());
+            let _ = std::fs::write(&marker, staged.path().as_os_str().as_encoded_bytes());
             std::thread::sleep(std::time::Duration::from_secs(60));
         }
-        temp.persist(&self.path).map_err(|err| io(err.error))?;
-        File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        staged.persist(&self.path).map_err(|err| io(err.error))?;
+        File::open(self.dir()).and_then(|d| d.sync_all()).map_err(io)?;
         Ok(())
+    }
+
+    fn dir(&self) -> &Path {
+        self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
     }
 }
 

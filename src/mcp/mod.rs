@@ -21,7 +21,7 @@ use crate::engine::Engine;
 use crate::tools::{
     self, AstQueryOutput, AstQueryParams, DefinitionOutput, DiagnosticsOutput, DiagnosticsParams, EditOutput,
     EditParams, FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, PositionParams, ReferencesOutput,
-    ReferencesParams, SymbolAtOutput, ToolError,
+    ReferencesParams, RenameSymbolOutput, RenameSymbolParams, SymbolAtOutput, ToolError,
 };
 
 /// The MCP server: one Engine, the tool router.
@@ -141,6 +141,16 @@ impl McpServer {
     async fn diagnostics(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::diagnostics, tools::render::diagnostics).await)
     }
+
+    #[tool(
+        description = "Rename the symbol at a position across the project through its language server. apply=false (default) returns every touched file and a unified diff; apply=true writes all files or none: open editor buffers are edited in place, files on disk are locked, re-checked, staged and then renamed into place. line/column 1-based (characters); give symbol to tolerate an approximate column.",
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+        input_schema = schema_for_type::<RenameSymbolParams>(),
+        output_schema = schema_for_output::<RenameSymbolOutput>()
+    )]
+    async fn rename_symbol(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::rename_symbol, tools::render::rename_symbol).await)
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -252,6 +262,7 @@ mod tests {
                 "find_definition",
                 "find_references",
                 "ping",
+                "rename_symbol",
                 "symbol_at"
             ]
         );

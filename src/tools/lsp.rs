@@ -224,12 +224,12 @@ pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutp
     Ok(SymbolAtOutput { symbol, hover, definitions, answer })
 }
 
-fn request_timeout(engine: &Engine) -> Duration {
+pub(super) fn request_timeout(engine: &Engine) -> Duration {
     Duration::from_millis(engine.backends().config().request_timeout_ms.max(100))
 }
 
 /// A resolved position: the file, its current text and the byte offset asked about.
-struct Target {
+pub(super) struct Target {
     resolved: ResolvedPath,
     language: Language,
     text: Rope,
@@ -238,7 +238,7 @@ struct Target {
 }
 
 impl Target {
-    fn resolve(engine: &Engine, params: &PositionParams) -> Result<Target, ToolError> {
+    pub(super) fn resolve(engine: &Engine, params: &PositionParams) -> Result<Target, ToolError> {
         let workspace = engine.workspace();
         let resolved = workspace.resolve(&params.file)?;
         let source = engine
@@ -317,7 +317,7 @@ impl Target {
 
     /// Syncs documents, sends the request built by `make`, and retries once on a crash or
     /// timeout with a fresh server. With `needs_index`, waits for the server to settle first.
-    fn ask<T, F, Fut>(
+    pub(super) fn ask<T, F, Fut>(
         &self,
         engine: &Engine,
         needs_index: bool,

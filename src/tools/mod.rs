@@ -11,6 +11,7 @@ pub mod error;
 mod file_read;
 mod file_search;
 mod lsp;
+mod rename;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
 pub use edit::{EditOutput, EditParams, edit_apply, edit_preview};
@@ -21,6 +22,7 @@ pub use lsp::{
     DefinitionOutput, DiagnosticInfo, DiagnosticsOutput, DiagnosticsParams, PositionParams, ReferencesOutput,
     ReferencesParams, SymbolAtOutput, diagnostics, file_diagnostics, find_definition, find_references, symbol_at,
 };
+pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};
 
 /// Text renderers, one per tool, used for MCP text content and CLI human output.
 pub mod render {
@@ -32,6 +34,7 @@ pub mod render {
     pub use super::lsp::{
         render_definition as find_definition, render_references as find_references, render_symbol_at as symbol_at,
     };
+    pub use super::rename::render_text as rename_symbol;
 }
 
 /// `ping`: health check; always `"pong"`.

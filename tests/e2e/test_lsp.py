@@ -294,3 +294,32 @@ def test_hung_server_gets_cancel_then_restart_then_typed_timeout(tmp_path, filep
         [definition] = [m for m in mine if m.get("method") == "textDocument/definition"]
         cancels = [m for m in mine if m.get("method") == "$/cancelRequest"]
         assert [c["params"]["id"] for c in cancels][:1] == [definition["id"]]
+
+
+def test_rename_across_three_files_applies_and_builds(tmp_path):
+    require("gopls")
+    root = tmp_path / "rename"
+    shutil.copytree(FIXTURES / "go", root)
+    (root / "greet" / "twice.go").write_text(
+        'package greet\n\n// Twice greets name twice.\nfunc Twice(name string) string {\n\treturn Hello(name) + " " + Hello(name)\n}\n')
+    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    s = McpSession(root, tmp_path / "stderr.log").start()
+    try:
+        args = {"file": "greet/greet.go", "line": line_of(root / "greet" / "greet.go", "func Hello("), "symbol": "Hello",
+                "new_name": "Salute"}
+        before = {p: p.read_bytes() for p in root.rglob("*.go")}
+        preview = s.ok("rename_symbol", args)
+        assert [(f["file"], f["edits"]) for f in preview["files"]] == [
+            ("greet/greet.go", 3), ("greet/twice.go", 2), ("main.go", 2)]
+        assert not preview["applied"] and {p: p.read_bytes() for p in root.rglob("*.go")} == before
+        applied = s.ok("rename_symbol", {**args, "apply": True})
+        assert applied["applied"] and [f["written_to"] for f in applied["files"]] == ["disk"] * 3
+    finally:
+        _close_session(s)
+    for rel in ["greet/greet.go", "greet/twice.go", "main.go"]:
+        text = (root / rel).read_text()
+        assert "Salute(" in text and "Hello(" not in text, rel
+    env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+    for cmd in (["go", "build", "./..."], ["go", "vet", "./..."]):
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
