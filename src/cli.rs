@@ -46,6 +46,22 @@ pub enum Command {
     Hover(PositionArgs),
     /// Rename the symbol at FILE:LINE[:COLUMN] across the project (rename_symbol; --apply writes).
     Rename(RenameArgs),
+    /// The language server's symbols of a file (document_symbols).
+    Symbols {
+        /// The file.
+        file: String,
+        /// Print the tool's JSON result instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Callers (or with --outgoing, callees) of the function at FILE:LINE[:COLUMN] (call_hierarchy).
+    Calls {
+        #[command(flatten)]
+        position: PositionArgs,
+        /// What it calls instead of who calls it.
+        #[arg(long)]
+        outgoing: bool,
+    },
     /// The language server's diagnostics for a file (diagnostics).
     Diag {
         /// The file.
@@ -254,7 +270,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Def(args) | Command::Hover(args) => args.json,
         Command::Refs(args) => args.position.json,
         Command::Rename(args) => args.position.json,
-        Command::Doctor { json } | Command::Diag { json, .. } => *json,
+        Command::Doctor { json } | Command::Diag { json, .. } | Command::Symbols { json, .. } => *json,
+        Command::Calls { position, .. } => position.json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -331,6 +348,19 @@ pub fn run(cli: Cli) -> ExitCode {
                 finish(tools::rename_symbol(&engine, params), args.position.json, tools::render::rename_symbol)
             }
             Err(err) => report_error(&err, args.position.json),
+        },
+        Command::Symbols { file, json } => finish(
+            tools::document_symbols(&engine, tools::DocumentSymbolsParams { file }),
+            json,
+            tools::render::document_symbols,
+        ),
+        Command::Calls { position, outgoing } => match position_params(&position) {
+            Ok(params) => {
+                let direction = Some(if outgoing { "outgoing" } else { "incoming" }.to_owned());
+                let params = tools::CallHierarchyParams { position: params, direction };
+                finish(tools::call_hierarchy(&engine, params), position.json, tools::render::call_hierarchy)
+            }
+            Err(err) => report_error(&err, position.json),
         },
         Command::Diag { file, json } => {
             finish(tools::diagnostics(&engine, tools::DiagnosticsParams { file }), json, tools::render::diagnostics)

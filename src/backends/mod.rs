@@ -343,6 +343,19 @@ impl Backends {
         }
     }
 
+    /// The running clients whose server serves `language` (any project root).
+    pub fn running_for(&self, language: Language) -> Vec<Arc<LspClient>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|((name, _), client)| {
+                client.is_alive() && self.specs.iter().any(|s| s.name == *name && s.languages.contains(&language))
+            })
+            .map(|(_, client)| client.clone())
+            .collect()
+    }
+
     /// Whether the server for `path` (its language and project root) is running now.
     pub fn is_running_for(&self, path: &Path, language: Language) -> bool {
         let Ok((spec, _)) = self.spec_for(language) else { return false };

@@ -19,9 +19,11 @@ use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
 use crate::tools::{
-    self, AstQueryOutput, AstQueryParams, DefinitionOutput, DiagnosticsOutput, DiagnosticsParams, EditOutput,
-    EditParams, FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, PositionParams, ReferencesOutput,
-    ReferencesParams, RenameSymbolOutput, RenameSymbolParams, SymbolAtOutput, ToolError,
+    self, AstQueryOutput, AstQueryParams, CallHierarchyOutput, CallHierarchyParams, DefinitionOutput,
+    DiagnosticsOutput, DiagnosticsParams, DocumentSymbolsOutput, DocumentSymbolsParams, EditOutput, EditParams,
+    FileReadOutput, FileReadParams, FileSearchOutput, FileSearchParams, HoverOutput, PositionParams, ReferencesOutput,
+    ReferencesParams, RenameSymbolOutput, RenameSymbolParams, SymbolAtOutput, ToolError, WorkspaceSymbolsOutput,
+    WorkspaceSymbolsParams,
 };
 
 /// The MCP server: one Engine, the tool router.
@@ -151,6 +153,52 @@ impl McpServer {
     async fn rename_symbol(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::rename_symbol, tools::render::rename_symbol).await)
     }
+
+    #[tool(
+        description = "The language server's hover at a position: type, signature and documentation (Markdown). line/column 1-based, column in characters; give symbol to tolerate an approximate column.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<PositionParams>(),
+        output_schema = schema_for_output::<HoverOutput>()
+    )]
+    async fn hover(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::hover, tools::render::hover).await)
+    }
+
+    #[tool(
+        description = "The language server's symbols of one file (functions, methods, classes, fields, …) with kinds, details and 1-based positions, nested as the server nests them.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<DocumentSymbolsParams>(),
+        output_schema = schema_for_output::<DocumentSymbolsOutput>()
+    )]
+    async fn document_symbols(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::document_symbols, tools::render::document_symbols).await)
+    }
+
+    #[tool(
+        description = "Find symbols by name across the project through a language's server (workspace/symbol; servers match fuzzily). language picks the server: go, c, cpp, python, typescript, javascript, rust. max_results default 100.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<WorkspaceSymbolsParams>(),
+        output_schema = schema_for_output::<WorkspaceSymbolsOutput>()
+    )]
+    async fn workspace_symbols(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::workspace_symbols, tools::render::workspace_symbols).await)
+    }
+
+    #[tool(
+        description = "Who calls the function at a position (direction=incoming, default) or what it calls (outgoing), through the language server's call hierarchy: each caller/callee with its declaration and the lines of the calls.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<CallHierarchyParams>(),
+        output_schema = schema_for_output::<CallHierarchyOutput>()
+    )]
+    async fn call_hierarchy(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::call_hierarchy, tools::render::call_hierarchy).await)
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -254,16 +302,20 @@ mod tests {
             names,
             [
                 "ast_query",
+                "call_hierarchy",
                 "diagnostics",
+                "document_symbols",
                 "edit_apply",
                 "edit_preview",
                 "file_read",
                 "file_search",
                 "find_definition",
                 "find_references",
+                "hover",
                 "ping",
                 "rename_symbol",
-                "symbol_at"
+                "symbol_at",
+                "workspace_symbols"
             ]
         );
     }

@@ -298,8 +298,24 @@ impl Target {
         Ok(Target { resolved, language, text, offset, at })
     }
 
+    /// The file's URI.
+    pub(super) fn uri(&self) -> Result<Url, ToolError> {
+        Url::from_file_path(&self.resolved.absolute)
+            .map_err(|()| ToolError::internal(format!("no file URI for {}", self.resolved.absolute.display())))
+    }
+
+    /// The file, relative to the workspace root.
+    pub(super) fn relative(&self) -> &str {
+        &self.resolved.relative
+    }
+
+    /// A target without a position (document-wide requests): the file's first character.
+    pub(super) fn file(engine: &Engine, file: &str) -> Result<Target, ToolError> {
+        Target::resolve(engine, &PositionParams { file: file.to_owned(), line: 1, column: Some(1), symbol: None })
+    }
+
     /// The identifier around the position.
-    fn identifier(&self) -> String {
+    pub(super) fn identifier(&self) -> String {
         let text = self.text.to_string();
         let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
         let start = text[..self.offset]
@@ -460,7 +476,7 @@ fn definition_locations(response: Option<GotoDefinitionResponse>) -> Vec<Locatio
 }
 
 /// A location in filepuff's units, and the file's text when it is inside the root.
-fn location_info(engine: &Engine, location: &Location, encoding: Encoding) -> (LocationInfo, Option<Rope>) {
+pub(super) fn location_info(engine: &Engine, location: &Location, encoding: Encoding) -> (LocationInfo, Option<Rope>) {
     let workspace = engine.workspace();
     let range = location.range;
     let inside = workspace.resolve_uri(&location.uri).ok();
@@ -524,7 +540,7 @@ fn preview(text: &Rope, line: usize) -> String {
     out
 }
 
-fn hover_text(contents: HoverContents) -> String {
+pub(super) fn hover_text(contents: HoverContents) -> String {
     let marked = |m: MarkedString| match m {
         MarkedString::String(s) => s,
         MarkedString::LanguageString(ls) => format!("```{}\n{}\n```", ls.language, ls.value),
@@ -536,7 +552,7 @@ fn hover_text(contents: HoverContents) -> String {
     }
 }
 
-fn backend_error(err: BackendError) -> ToolError {
+pub(super) fn backend_error(err: BackendError) -> ToolError {
     let message = err.to_string();
     match err {
         BackendError::NoServer { language } => ToolError::new(
@@ -624,7 +640,7 @@ pub fn render_symbol_at(output: &SymbolAtOutput) -> String {
     out
 }
 
-fn answer_line(answer: &AnswerInfo) -> String {
+pub(super) fn answer_line(answer: &AnswerInfo) -> String {
     let restarted = if answer.restarted { ", server restarted" } else { "" };
     format!("[{}: {}{restarted}]\n", answer.server, answer.completeness)
 }

@@ -11,6 +11,7 @@ pub mod error;
 mod file_read;
 mod file_search;
 mod lsp;
+mod navigation;
 mod rename;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
@@ -21,6 +22,10 @@ pub use file_search::{FileSearchOutput, FileSearchParams, file_search};
 pub use lsp::{
     DefinitionOutput, DiagnosticInfo, DiagnosticsOutput, DiagnosticsParams, PositionParams, ReferencesOutput,
     ReferencesParams, SymbolAtOutput, diagnostics, file_diagnostics, find_definition, find_references, symbol_at,
+};
+pub use navigation::{
+    CallHierarchyOutput, CallHierarchyParams, DocumentSymbolsOutput, DocumentSymbolsParams, HoverOutput,
+    WorkspaceSymbolsOutput, WorkspaceSymbolsParams, call_hierarchy, document_symbols, hover, workspace_symbols,
 };
 pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};
 
@@ -33,6 +38,10 @@ pub mod render {
     pub use super::lsp::render_diagnostics as diagnostics;
     pub use super::lsp::{
         render_definition as find_definition, render_references as find_references, render_symbol_at as symbol_at,
+    };
+    pub use super::navigation::{
+        render_call_hierarchy as call_hierarchy, render_document_symbols as document_symbols, render_hover as hover,
+        render_workspace_symbols as workspace_symbols,
     };
     pub use super::rename::render_text as rename_symbol;
 }

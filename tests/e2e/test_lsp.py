@@ -323,3 +323,27 @@ def test_rename_across_three_files_applies_and_builds(tmp_path):
     for cmd in (["go", "build", "./..."], ["go", "vet", "./..."]):
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_hover_symbols_workspace_symbols_and_calls(session, projects):
+    greet = projects / "go" / "greet" / "greet.go"
+    hello_line = line_of(greet, "func Hello(")
+    hover = session.ok("hover", {"file": "go/greet/greet.go", "line": hello_line, "symbol": "Hello"})
+    assert hover["symbol"] == "Hello" and "func Hello(name string) string" in hover["hover"]
+    symbols = session.ok("document_symbols", {"file": "py/shop/cart.py"})
+    [cart] = symbols["symbols"]
+    assert (cart["name"], cart["kind"], cart["line"]) == ("Cart", "class", line_of(projects / "py/shop/cart.py", "class Cart"))
+    assert [c["name"] for c in cart["children"] if c["kind"] == "method"] == ["__init__", "add", "total"]
+    found = session.ok("workspace_symbols", {"query": "Shout", "language": "go"})
+    assert ("Shout", "function", "go/greet/greet.go", line_of(greet, "func Shout(")) in {
+        (s["name"], s["kind"], s["file"], s["line"]) for s in found["symbols"]}
+    incoming = session.ok("call_hierarchy", {"file": "go/greet/greet.go", "line": hello_line, "symbol": "Hello"})
+    main = projects / "go" / "main.go"
+    assert {(c["name"], c["file"], tuple(c["call_lines"])) for c in incoming["calls"]} == {
+        ("Shout", "go/greet/greet.go", (line_of(greet, "strings.ToUpper(Hello"),)),
+        ("main", "go/main.go", (line_of(main, "world"), line_of(main, "😀"))),
+    }
+    outgoing = session.ok("call_hierarchy", {"file": "go/greet/greet.go", "line": line_of(greet, "func Shout("),
+                                             "symbol": "Shout", "direction": "outgoing"})
+    assert {c["name"] for c in outgoing["calls"]} == {"ToUpper", "Hello"}
+    assert any(c.get("outside_root") for c in outgoing["calls"] if c["name"] == "ToUpper")
