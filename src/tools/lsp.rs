@@ -93,6 +93,13 @@ pub struct AnswerInfo {
     /// The position sent, 1-based line and column (characters), after `symbol` lookup.
     pub line: usize,
     pub column: usize,
+    /// True when no language server was installed and the answer comes from tree-sitter by
+    /// name: declarations with the identifier's name, or its whole-word occurrences.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub approximate: bool,
+    /// Why the answer is approximate, and how to install the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Result of `find_definition`.
@@ -151,6 +158,9 @@ pub struct SymbolAtOutput {
 /// the line.
 pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<DefinitionOutput, ToolError> {
     let target = Target::resolve(engine, &params)?;
+    if let Some(note) = target.fallback_note(engine) {
+        return Ok(fallback::definition(engine, &target, note));
+    }
     let timeout = request_timeout(engine);
     let (locations, answer, encoding) = target.ask(engine, true, |client, position| {
         let params = GotoDefinitionParams {
@@ -178,6 +188,9 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
 pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<ReferencesOutput, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
     let include_declaration = params.include_declaration.unwrap_or(true);
+    if let Some(note) = target.fallback_note(engine) {
+        return fallback::references(engine, &target, note, include_declaration);
+    }
     let timeout = request_timeout(engine);
     let (locations, answer, encoding) = target.ask(engine, true, move |client, position| {
         let params = ReferenceParams {
@@ -211,6 +224,15 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
 pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutput, ToolError> {
     let target = Target::resolve(engine, &params)?;
     let symbol = target.identifier();
+    if let Some(note) = target.fallback_note(engine) {
+        let definitions = fallback::definition(engine, &target, note.clone());
+        return Ok(SymbolAtOutput {
+            symbol,
+            hover: None,
+            definitions: definitions.definitions.into_iter().map(|d| d.location).collect(),
+            answer: definitions.answer,
+        });
+    }
     let timeout = request_timeout(engine);
     let (hover, answer, _) = target.ask(engine, true, |client, position| {
         let params =
@@ -228,6 +250,9 @@ pub(super) fn request_timeout(engine: &Engine) -> Duration {
     Duration::from_millis(engine.backends().config().request_timeout_ms.max(100))
 }
 
+/// Name-based answers from tree-sitter when no language server is installed.
+mod fallback;
+
 /// A resolved position: the file, its current text and the byte offset asked about.
 pub(super) struct Target {
     resolved: ResolvedPath,
@@ -235,6 +260,20 @@ pub(super) struct Target {
     text: Rope,
     offset: usize,
     at: OneBased,
+}
+
+impl Target {
+    pub(super) fn language(&self) -> Language {
+        self.language
+    }
+
+    pub(super) fn resolved(&self) -> &ResolvedPath {
+        &self.resolved
+    }
+
+    pub(super) fn at(&self) -> OneBased {
+        self.at
+    }
 }
 
 impl Target {
@@ -296,6 +335,26 @@ impl Target {
         let at = OneBased { line: params.line as u32, column: column as u32 };
         let (offset, _) = position::one_based_to_offset(&text, at);
         Ok(Target { resolved, language, text, offset, at })
+    }
+
+    /// `Some(why)` when navigation must fall back to tree-sitter: no server is configured for
+    /// the language, or the default one is not installed. (A server configured in
+    /// `[servers.NAME]` that is missing stays an error: the user asked for it.)
+    pub(super) fn fallback_note(&self, engine: &Engine) -> Option<String> {
+        match engine.backends().spec_for(self.language) {
+            Ok(_) => None,
+            Err(BackendError::NoServer { language }) => {
+                Some(format!("no language server is configured for {language}; answered by name from tree-sitter"))
+            }
+            Err(BackendError::NotInstalled { server, command, install_hint })
+                if !engine.workspace().config().servers.contains_key(&server) =>
+            {
+                Some(format!(
+                    "{server} (`{command}`) is not installed, so this is a name-based answer from tree-sitter; install it for exact answers: {install_hint}"
+                ))
+            }
+            Err(_) => None,
+        }
     }
 
     /// The file's URI.
@@ -397,6 +456,8 @@ impl Target {
                         restarted,
                         line: self.at.line as usize,
                         column: self.at.column as usize,
+                        approximate: false,
+                        note: None,
                     };
                     return Ok((result, answer, client.encoding));
                 }
@@ -642,7 +703,8 @@ pub fn render_symbol_at(output: &SymbolAtOutput) -> String {
 
 pub(super) fn answer_line(answer: &AnswerInfo) -> String {
     let restarted = if answer.restarted { ", server restarted" } else { "" };
-    format!("[{}: {}{restarted}]\n", answer.server, answer.completeness)
+    let note = answer.note.as_deref().map(|n| format!("\nnote: {n}")).unwrap_or_default();
+    format!("[{}: {}{restarted}]{note}\n", answer.server, answer.completeness)
 }
 
 /// Parameters of `diagnostics`.

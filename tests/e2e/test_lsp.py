@@ -172,13 +172,32 @@ def test_bad_positions_are_typed(session, projects):
     assert err["code"] == 4007
 
 
-def test_missing_server_names_the_command(projects, tmp_path, filepuff_bin):
+def test_missing_server_falls_back_to_tree_sitter_or_names_the_command(projects, tmp_path, filepuff_bin):
+    """Without gopls on PATH: a name-based answer marked approximate, naming the server to
+    install. With a server the user configured but did not install: a typed error."""
     env = {**os.environ, "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([str(filepuff_bin), "--root", str(projects), "def", "go/main.go:10", "--symbol", "Hello",
+    main = projects / "go" / "main.go"
+    proc = subprocess.run([str(filepuff_bin), "--root", str(projects), "def", f"go/main.go:{line_of(main, 'world')}",
+                           "--symbol", "Hello", "--json"], capture_output=True, text=True, env=env, check=True)
+    out = json.loads(proc.stdout)
+    assert out["approximate"] is True and out["completeness"] == "approximate"
+    assert "gopls" in out["note"] and "go install" in out["note"]
+    greet = projects / "go" / "greet" / "greet.go"
+    assert [(d["file"], d["line"]) for d in out["definitions"]] == [("go/greet/greet.go", line_of(greet, "func Hello("))]
+    refs = subprocess.run([str(filepuff_bin), "--root", str(projects), "refs", f"go/greet/greet.go:{line_of(greet, 'func Hello(')}",
+                           "--symbol", "Hello", "--json"], capture_output=True, text=True, env=env, check=True)
+    got = {(f["file"], r["line"]) for f in json.loads(refs.stdout)["files"] for r in f["references"]}
+    assert {("go/main.go", line_of(main, "world")), ("go/greet/greet.go", line_of(greet, "func Hello("))} <= got
+
+    configured = tmp_path / "configured"
+    shutil.copytree(FIXTURES / "go", configured)
+    (configured / "filepuff.toml").write_text('[servers.gopls]\ncommand = ["gopls-not-installed-here"]\n')
+    proc = subprocess.run([str(filepuff_bin), "--root", str(configured), "def", "main.go:10", "--symbol", "Hello",
                            "--json"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2
-    err = json.loads(proc.stderr)
-    assert err["code"] == 4002 and err["context"]["command"] == "gopls" and "go install" in err["remediation"]
+    err = json.loads(proc.stderr[proc.stderr.index("{"):])
+    assert err["code"] == 4002 and err["context"]["command"] == "gopls-not-installed-here"
+    assert "go install" in err["remediation"]
 
 
 def test_killed_server_is_restarted(session, projects):
