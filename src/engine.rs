@@ -3,7 +3,10 @@
 //! Faces (MCP, CLI, later LSP) hold an `Arc<Engine>` and call tool functions with it; nothing in
 //! the Engine knows which face is calling.
 
+use std::sync::{Arc, Mutex};
+
 use crate::documents::DocumentStore;
+use crate::graph::{GraphError, GraphStore};
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
 
@@ -16,12 +19,19 @@ pub struct Engine {
     workspace: Workspace,
     documents: DocumentStore,
     syntax: SyntaxCache,
+    /// The knowledge graph, opened by the first graph tool call (other tools never touch it).
+    graph: Mutex<Option<Arc<GraphStore>>>,
 }
 
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
-        Engine { workspace, documents: DocumentStore::new(), syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY) }
+        Engine {
+            workspace,
+            documents: DocumentStore::new(),
+            syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY),
+            graph: Mutex::new(None),
+        }
     }
 
     /// The root, configuration and path sandbox.
@@ -37,5 +47,24 @@ impl Engine {
     /// The parse-tree cache.
     pub fn syntax(&self) -> &SyntaxCache {
         &self.syntax
+    }
+
+    /// The graph database file: `[graph] path`, relative to the root unless absolute.
+    pub fn graph_path(&self) -> std::path::PathBuf {
+        self.workspace.root().join(&self.workspace.config().graph.path)
+    }
+
+    /// The knowledge graph store, opened (and migrated) on first use. A failed open is not
+    /// remembered: the next call tries again.
+    ///
+    /// Errors: [`GraphError::Open`], [`GraphError::SchemaTooNew`].
+    pub fn graph(&self) -> Result<Arc<GraphStore>, GraphError> {
+        let mut slot = self.graph.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(store) = slot.as_ref() {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(GraphStore::open(&self.graph_path())?);
+        *slot = Some(store.clone());
+        Ok(store)
     }
 }

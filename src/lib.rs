@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod documents;
 pub mod engine;
+pub mod graph;
 pub mod mcp;
 pub mod search;
 pub mod syntax;
