@@ -8,6 +8,8 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+mod graph;
+
 use crate::engine::Engine;
 use crate::tools::{self, FileReadParams, FileSearchParams, ToolError};
 use crate::workspace::Workspace;
@@ -31,6 +33,8 @@ pub enum Command {
     Search(SearchArgs),
     /// Read a file, or its symbol outline (the file_read tool).
     Read(ReadArgs),
+    /// Build and query the persistent code knowledge graph.
+    Graph(graph::GraphArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,6 +107,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mcp => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
+        Command::Graph(args) => args.json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -111,6 +116,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
         Command::Mcp => serve_mcp(engine),
+        Command::Graph(args) => graph::run(&engine, args),
         Command::Search(args) => {
             let json = args.json;
             let params = FileSearchParams {

@@ -180,7 +180,8 @@ impl SymbolWalker<'_> {
         let range = symbol.byte_range.start.min(self.text.len())..symbol.byte_range.end.min(self.text.len());
         let code_text = self.text.get(range.clone()).unwrap_or_default().to_owned();
         let description = match self.language {
-            Language::Python => python_docstring(&code_text).unwrap_or_else(|| comment_above(self.lines, symbol.start_line, self.language)),
+            Language::Python => python_docstring(&code_text)
+                .unwrap_or_else(|| comment_above(self.lines, symbol.start_line, self.language)),
             _ => comment_above(self.lines, symbol.start_line, self.language),
         };
         let signature = signature(&code_text, self.language);
@@ -275,12 +276,18 @@ fn scan_tree(parsed: &ParsedFile, analysis: &mut FileAnalysis) {
             }
             (Language::Python, "class_definition") => {
                 if let Some(bases) = node.field("superclasses") {
-                    for base in bases.children().filter(|b| b.is_named() && matches!(b.kind().as_ref(), "identifier" | "attribute")) {
+                    for base in bases
+                        .children()
+                        .filter(|b| b.is_named() && matches!(b.kind().as_ref(), "identifier" | "attribute"))
+                    {
                         push_base(analysis, &node, &base.text(), RelationshipType::Inherits);
                     }
                 }
             }
-            (Language::TypeScript | Language::Tsx | Language::JavaScript, "class_declaration" | "class" | "abstract_class_declaration") => {
+            (
+                Language::TypeScript | Language::Tsx | Language::JavaScript,
+                "class_declaration" | "class" | "abstract_class_declaration",
+            ) => {
                 for heritage in node.children().filter(|c| c.kind() == "class_heritage") {
                     ecmascript_heritage(analysis, &node, &heritage);
                 }
@@ -343,7 +350,11 @@ fn push_base(analysis: &mut FileAnalysis, class_node: &SyntaxNode<'_>, base: &st
     if let Some(owner) = owner
         && !target.is_empty()
     {
-        analysis.links.push(NamedLink { source: SourceRef::Symbol(owner), target_name: target, relationship_type: kind });
+        analysis.links.push(NamedLink {
+            source: SourceRef::Symbol(owner),
+            target_name: target,
+            relationship_type: kind,
+        });
     }
 }
 
@@ -380,7 +391,11 @@ fn callee_name(node: &SyntaxNode<'_>) -> Option<String> {
 }
 
 fn innermost(callers: &[(Range<usize>, usize)], offset: usize) -> Option<usize> {
-    callers.iter().filter(|(range, _)| range.contains(&offset)).min_by_key(|(range, _)| range.len()).map(|(_, idx)| *idx)
+    callers
+        .iter()
+        .filter(|(range, _)| range.contains(&offset))
+        .min_by_key(|(range, _)| range.len())
+        .map(|(_, idx)| *idx)
 }
 
 fn unquote(text: &str) -> String {

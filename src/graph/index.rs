@@ -166,7 +166,8 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
     for (idx, symbol) in analysis.symbols.iter().enumerate() {
         match (symbol.parent, &symbol.receiver) {
             (Some(parent), _) => {
-                counts.relationships += link(conn, &symbol_ids[parent], &symbol_ids[idx], RelationshipType::Contains, &syntax)?;
+                counts.relationships +=
+                    link(conn, &symbol_ids[parent], &symbol_ids[idx], RelationshipType::Contains, &syntax)?;
             }
             (None, Some(receiver)) => pending.push(PendingLink {
                 source_id: None,
@@ -213,10 +214,12 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
         };
         let source_id = match (&pending_link.source_id, &pending_link.source_name) {
             (Some(id), _) => id.clone(),
-            (None, Some(name)) => match find_by_name(conn, name, &["class", "interface"], &pending_link.file_path, false, None)? {
-                Some(id) => id,
-                None => continue,
-            },
+            (None, Some(name)) => {
+                match find_by_name(conn, name, &["class", "interface"], &pending_link.file_path, false, None)? {
+                    Some(id) => id,
+                    None => continue,
+                }
+            }
             (None, None) => continue,
         };
         let (source, target, metadata) = if pending_link.relationship_type == RelationshipType::Contains {
@@ -224,8 +227,14 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
             (source_id, pending_link.target_name.clone(), json!({ "source": "syntax" }))
         } else {
             let anywhere = pending_link.relationship_type != RelationshipType::Calls;
-            let Some(target) =
-                find_by_name(conn, &pending_link.target_name, types, &pending_link.file_path, anywhere, Some(&source_id))?
+            let Some(target) = find_by_name(
+                conn,
+                &pending_link.target_name,
+                types,
+                &pending_link.file_path,
+                anywhere,
+                Some(&source_id),
+            )?
             else {
                 continue;
             };
@@ -311,7 +320,8 @@ fn upsert(
         || kind != component.component_type.as_str()
         || metadata != metadata_now;
     if content_changed || moved {
-        let terms = name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+        let terms =
+            name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
         conn.prepare_cached(&format!(
             "UPDATE components SET code_text = ?2, description = ?3, start_line = ?4, end_line = ?5, type = ?6, \
              metadata = ?7, name_terms = ?8, language = ?9, last_modified = {NOW}, \
@@ -457,14 +467,17 @@ pub fn index(
     });
     outcome?;
     let seen: HashSet<&str> = files.iter().map(|(p, _)| p.relative.as_str()).collect();
-    let roots: Vec<&str> = if paths.is_empty() { vec![""] } else { paths.iter().map(|p| p.relative.as_str()).collect() };
+    let roots: Vec<&str> =
+        if paths.is_empty() { vec![""] } else { paths.iter().map(|p| p.relative.as_str()).collect() };
     store.write(|tx| {
         report.counts.relationships += resolve(tx, &pending)?;
         // Files indexed before under these roots that the walk no longer finds.
-        let mut stmt = tx.prepare_cached("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'")?;
+        let mut stmt =
+            tx.prepare_cached("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'")?;
         let indexed: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
         for path in indexed {
-            let under = roots.iter().any(|root| root.is_empty() || path == *root || path.starts_with(&format!("{root}/")));
+            let under =
+                roots.iter().any(|root| root.is_empty() || path == *root || path.starts_with(&format!("{root}/")));
             if under && !seen.contains(path.as_str()) {
                 let removed = tx
                     .prepare_cached("DELETE FROM components WHERE origin = 'analysis' AND file_path = ?1")?

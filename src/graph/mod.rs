@@ -270,7 +270,11 @@ impl From<rusqlite::Error> for GraphError {
             err.sqlite_error_code(),
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         );
-        if busy { GraphError::Busy { message: err.to_string() } } else { GraphError::Storage { message: err.to_string() } }
+        if busy {
+            GraphError::Busy { message: err.to_string() }
+        } else {
+            GraphError::Storage { message: err.to_string() }
+        }
     }
 }
 

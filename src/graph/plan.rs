@@ -272,10 +272,8 @@ pub fn implementation_plan(
     }
     let name = |id: &str| by_id.get(id).map_or("", |c| c.name.as_str());
     let index: HashMap<&str, usize> = set.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let successors: Vec<Vec<usize>> = set
-        .iter()
-        .map(|id| graph.dependencies_of(id).iter().filter_map(|d| index.get(d).copied()).collect())
-        .collect();
+    let successors: Vec<Vec<usize>> =
+        set.iter().map(|id| graph.dependencies_of(id).iter().filter_map(|d| index.get(d).copied()).collect()).collect();
     let components_of = strongly_connected(&successors);
     let mut scc_of = vec![0; set.len()];
     for (scc, members) in components_of.iter().enumerate() {

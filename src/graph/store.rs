@@ -235,7 +235,7 @@ impl GraphStore {
     pub fn all_components_brief(&self) -> Result<Vec<Component>, GraphError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {BRIEF_COLUMNS} FROM components ORDER BY file_path IS NOT NULL, file_path, start_line, seq"
+                "SELECT {BRIEF_COLUMNS} FROM components ORDER BY file_path IS NULL, file_path, start_line, seq"
             ))?;
             Ok(stmt.query_map([], component_from_row)?.collect::<Result<_, _>>()?)
         })
@@ -244,7 +244,8 @@ impl GraphStore {
     /// Every relationship (source, target, type), for planning.
     pub fn all_edges(&self) -> Result<Vec<(String, String, RelationshipType)>, GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached("SELECT source_id, target_id, type FROM relationships ORDER BY rowid")?;
+            let mut stmt =
+                conn.prepare_cached("SELECT source_id, target_id, type FROM relationships ORDER BY rowid")?;
             let rows = stmt.query_map([], |row| {
                 let kind: String = row.get(2)?;
                 Ok((row.get(0)?, row.get(1)?, kind))
@@ -312,7 +313,12 @@ pub(crate) fn new_id(conn: &Connection) -> Result<String, GraphError> {
 
 /// The words FTS indexes for a component's name column: the name, its qualified name, their
 /// camelCase/snake_case parts, and for files and modules the path's words.
-pub(crate) fn name_terms(name: &str, qualified_name: &str, file_path: Option<&str>, component_type: ComponentType) -> String {
+pub(crate) fn name_terms(
+    name: &str,
+    qualified_name: &str,
+    file_path: Option<&str>,
+    component_type: ComponentType,
+) -> String {
     let mut terms = vec![name.to_owned()];
     if qualified_name != name {
         terms.push(qualified_name.to_owned());

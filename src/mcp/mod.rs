@@ -6,6 +6,8 @@
 //! the tool's `outputSchema`; failures are `isError` results whose `structuredContent` is a
 //! [`ToolError`] (code, name, message, context, remediation).
 
+mod graph;
+
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -31,7 +33,7 @@ pub struct McpServer {
 impl McpServer {
     /// A server over `engine`.
     pub fn new(engine: Arc<Engine>) -> McpServer {
-        McpServer { engine, tool_router: McpServer::tool_router() }
+        McpServer { engine, tool_router: McpServer::tool_router() + McpServer::graph_tool_router() }
     }
 
     #[tool(
@@ -149,7 +151,7 @@ mod tests {
     /// output schemas, annotations). Regenerate with `UPDATE_SNAPSHOTS=1 cargo test`.
     #[test]
     fn tool_list_matches_the_snapshot() {
-        let mut tools = McpServer::tool_router().list_all();
+        let mut tools = (McpServer::tool_router() + McpServer::graph_tool_router()).list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/mcp_tools.json");
@@ -160,6 +162,26 @@ mod tests {
         let expected = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(actual == expected, "the MCP tool list changed; review and run UPDATE_SNAPSHOTS=1 cargo test");
         let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["file_read", "file_search", "ping"]);
+        assert_eq!(
+            names,
+            [
+                "add_component",
+                "add_relationship",
+                "analyze_code",
+                "continue_implementation",
+                "file_read",
+                "file_search",
+                "find_next_tasks",
+                "find_related_components",
+                "get_component",
+                "get_implementation_plan",
+                "get_project_status",
+                "ping",
+                "prepare_context",
+                "search_code",
+                "update_component",
+                "update_status",
+            ]
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! | 4000–4099 | LSP (language servers) |
 //! | 5000–5099 | edit |
 //! | 6000–6099 | query (structural patterns) |
+//! | 7000–7099 | graph |
 //! | 9000–9099 | internal |
 
 use schemars::JsonSchema;
@@ -45,12 +46,19 @@ pub enum ErrorCode {
     SearchUnknownFileType = 2002,
     SearchInvalidGlob = 2003,
     ParseLanguageUnsupported = 3001,
+    GraphStoreUnavailable = 7001,
+    GraphSchemaTooNew = 7002,
+    GraphComponentNotFound = 7003,
+    GraphNameAmbiguous = 7004,
+    GraphValueInvalid = 7005,
+    GraphStoreBusy = 7006,
+    GraphStoreFailed = 7007,
     Internal = 9001,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -70,6 +78,13 @@ impl ErrorCode {
         ErrorCode::SearchUnknownFileType,
         ErrorCode::SearchInvalidGlob,
         ErrorCode::ParseLanguageUnsupported,
+        ErrorCode::GraphStoreUnavailable,
+        ErrorCode::GraphSchemaTooNew,
+        ErrorCode::GraphComponentNotFound,
+        ErrorCode::GraphNameAmbiguous,
+        ErrorCode::GraphValueInvalid,
+        ErrorCode::GraphStoreBusy,
+        ErrorCode::GraphStoreFailed,
         ErrorCode::Internal,
     ];
 
@@ -100,6 +115,13 @@ impl ErrorCode {
             ErrorCode::SearchUnknownFileType => "SEARCH_UNKNOWN_FILE_TYPE",
             ErrorCode::SearchInvalidGlob => "SEARCH_INVALID_GLOB",
             ErrorCode::ParseLanguageUnsupported => "PARSE_LANGUAGE_UNSUPPORTED",
+            ErrorCode::GraphStoreUnavailable => "GRAPH_STORE_UNAVAILABLE",
+            ErrorCode::GraphSchemaTooNew => "GRAPH_SCHEMA_TOO_NEW",
+            ErrorCode::GraphComponentNotFound => "GRAPH_COMPONENT_NOT_FOUND",
+            ErrorCode::GraphNameAmbiguous => "GRAPH_NAME_AMBIGUOUS",
+            ErrorCode::GraphValueInvalid => "GRAPH_VALUE_INVALID",
+            ErrorCode::GraphStoreBusy => "GRAPH_STORE_BUSY",
+            ErrorCode::GraphStoreFailed => "GRAPH_STORE_FAILED",
             ErrorCode::Internal => "INTERNAL",
         }
     }

@@ -8,6 +8,7 @@
 pub mod error;
 mod file_read;
 mod file_search;
+pub mod graph;
 
 pub use error::{ErrorCode, ToolError};
 pub use file_read::{FileReadOutput, FileReadParams, SymbolInfo, file_read};
