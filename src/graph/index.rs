@@ -293,6 +293,9 @@ fn link(
     Ok(usize::from(conn.total_changes() > before))
 }
 
+/// id, code_text, description, start_line, end_line, type, metadata of a stored component.
+type StoredRow = (String, String, String, Option<u32>, Option<u32>, String, String);
+
 /// Inserts or updates the component with `stable_key`; returns its id.
 fn upsert(
     conn: &Connection,
@@ -301,7 +304,7 @@ fn upsert(
     qualified_name: &str,
     counts: &mut ApplyCounts,
 ) -> Result<String, GraphError> {
-    let existing: Option<(String, String, String, Option<u32>, Option<u32>, String, String)> = conn
+    let existing: Option<StoredRow> = conn
         .prepare_cached(
             "SELECT id, code_text, description, start_line, end_line, type, metadata FROM components WHERE stable_key = ?1",
         )?

@@ -141,13 +141,15 @@ impl<'a> DependencyGraph<'a> {
         let mut dependencies: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut dependents: HashMap<&str, Vec<&str>> = HashMap::new();
         for (source, target, kind) in edges {
-            if !kind.is_dependency() || source == target {
+            if !kind.is_dependency() {
                 continue;
             }
             let deps = dependencies.entry(source.as_str()).or_default();
             if !deps.contains(&target.as_str()) {
                 deps.push(target.as_str());
-                dependents.entry(target.as_str()).or_default().push(source.as_str());
+                if source != target {
+                    dependents.entry(target.as_str()).or_default().push(source.as_str());
+                }
             }
         }
         DependencyGraph { dependencies, dependents }
@@ -174,7 +176,7 @@ pub fn next_tasks(
         .iter()
         .filter(|c| c.status != Status::Implemented)
         .map(|c| {
-            let deps = graph.dependencies_of(&c.id);
+            let deps: Vec<&str> = graph.dependencies_of(&c.id).iter().copied().filter(|d| *d != c.id).collect();
             let pending: Vec<String> = deps
                 .iter()
                 .filter(|d| status.get(*d).is_some_and(|s| *s != Status::Implemented))

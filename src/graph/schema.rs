@@ -61,7 +61,7 @@ const MIGRATIONS: &[&str] = &[
 
     CREATE VIRTUAL TABLE components_fts USING fts5(
         name_terms, description, code_text,
-        content = 'components', content_rowid = 'seq', tokenize = 'unicode61'
+        content = 'components', content_rowid = 'seq', tokenize = 'porter unicode61'
     );
     CREATE TRIGGER components_fts_insert AFTER INSERT ON components BEGIN
         INSERT INTO components_fts(rowid, name_terms, description, code_text)

@@ -158,7 +158,7 @@ impl GraphStore {
                     stmt.query_map([identifier], component_from_row)?.collect::<Result<_, _>>()?;
                 match found.len() {
                     0 => continue,
-                    1 => return Ok(found.into_iter().next().ok_or_else(|| not_found(identifier))?),
+                    1 => return found.into_iter().next().ok_or_else(|| not_found(identifier)),
                     count => {
                         let count = if count > 20 { count_named(conn, condition, identifier)? } else { count };
                         let mut candidates = found;

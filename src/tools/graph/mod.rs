@@ -282,3 +282,6 @@ pub(crate) fn parse_relationship_type(text: &str) -> Result<RelationshipType, To
         invalid_value("relationship_type", text, &allowed)
     })
 }
+
+#[cfg(test)]
+mod tests;
