@@ -93,7 +93,7 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
             file.start_line = Some(1);
             file.end_line = Some(analysis.line_count.max(1));
             file.language = Some(language.to_owned());
-            file.metadata = json!({ "language": language, "line_count": analysis.line_count });
+            file.metadata = json!({ "line_count": analysis.line_count });
             if analysis.has_syntax_errors {
                 file.metadata["syntax_errors"] = json!(true);
             }
@@ -103,16 +103,20 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
         Anchor::Component { id, key_prefix } => (id.to_owned(), key_prefix.to_owned()),
     };
 
+    // This file's symbols have stable keys `prefix::…`: the range [`prefix::`, `prefix:;`) holds
+    // exactly those (';' follows ':'), and uses the unique index on stable_key.
+    let key_low = format!("{key_prefix}::");
+    let key_high = format!("{key_prefix}:;");
     // Relationships this file's analysis made last time are rebuilt from scratch.
     // A `contains` edge from a type here to a method in another file (Go) is kept: that file's
     // analysis made it.
     conn.prepare_cached(
         "WITH mine(id) AS (SELECT ?1 UNION SELECT id FROM components WHERE origin = 'analysis' \
-         AND stable_key LIKE ?2 ESCAPE '\\') \
+         AND stable_key >= ?2 AND stable_key < ?3) \
          DELETE FROM relationships WHERE origin = 'analysis' AND source_id IN mine \
          AND (type != 'contains' OR target_id IN mine)",
     )?
-    .execute(params![file_id, like_prefix(&format!("{key_prefix}::"))])?;
+    .execute(params![file_id, key_low, key_high])?;
 
     let mut seen_keys: HashMap<String, usize> = HashMap::new();
     let mut keys = HashSet::new();
@@ -133,7 +137,7 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
         component.start_line = Some(symbol.start_line);
         component.end_line = Some(symbol.end_line);
         component.language = Some(language.to_owned());
-        component.metadata = json!({ "kind": symbol.kind, "signature": symbol.signature, "language": language });
+        component.metadata = json!({ "kind": symbol.kind, "signature": symbol.signature });
         let id = upsert(conn, &component, &key, &symbol.qualified_name, &mut counts)?;
         keys.insert(key);
         symbol_ids.push(id);
@@ -142,11 +146,10 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
     // Components of this file that the new analysis no longer has.
     let stale: Vec<String> = {
         let mut stmt = conn.prepare_cached(
-            "SELECT id, stable_key FROM components WHERE origin = 'analysis' AND stable_key LIKE ?1 ESCAPE '\\'",
+            "SELECT id, stable_key FROM components WHERE origin = 'analysis' AND stable_key >= ?1 AND stable_key < ?2",
         )?;
-        let rows = stmt.query_map([like_prefix(&format!("{key_prefix}::"))], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-        })?;
+        let rows =
+            stmt.query_map([&key_low, &key_high], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
         let mut stale = Vec::new();
         for row in rows {
             let (id, key) = row?;
@@ -161,7 +164,8 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
     }
     counts.removed += stale.len();
 
-    let syntax = json!({ "source": "syntax" });
+    // Derived relationships say so in `origin`; only `calls` carry metadata (approximate).
+    let syntax = json!({});
     let mut pending = Vec::new();
     for (idx, symbol) in analysis.symbols.iter().enumerate() {
         match (symbol.parent, &symbol.receiver) {
@@ -224,7 +228,7 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
         };
         let (source, target, metadata) = if pending_link.relationship_type == RelationshipType::Contains {
             // The receiver type (found by name) contains the method (known by id).
-            (source_id, pending_link.target_name.clone(), json!({ "source": "syntax" }))
+            (source_id, pending_link.target_name.clone(), json!({}))
         } else {
             let anywhere = pending_link.relationship_type != RelationshipType::Calls;
             let Some(target) = find_by_name(
@@ -241,7 +245,7 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
             let metadata = if pending_link.relationship_type == RelationshipType::Calls {
                 json!({ "approximate": true, "source": "syntax" })
             } else {
-                json!({ "source": "syntax" })
+                json!({})
             };
             (source_id, target, metadata)
         };
@@ -364,19 +368,6 @@ fn upsert_module(conn: &Connection, module: &str, language: &str) -> Result<Stri
     component.language = Some(language.to_owned());
     component.metadata = json!({ "language": language, "imported": true });
     insert_component(conn, &component, "analysis", Some((&key, module)))
-}
-
-/// A LIKE pattern matching strings that start with `prefix` (with `\` as the escape).
-fn like_prefix(prefix: &str) -> String {
-    let mut out = String::with_capacity(prefix.len() + 1);
-    for c in prefix.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
 }
 
 fn file_name(path: &str) -> &str {

@@ -337,8 +337,8 @@ pub(crate) fn dir_of(file_path: &str) -> &str {
     file_path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-/// Inserts a component with a fresh id (and, for analysed code, its stable key) and records its
-/// first status. Returns the id.
+/// Inserts a component with a fresh id (and, for analysed code, its stable key) and, for manual
+/// components, records its first status. Returns the id.
 pub(crate) fn insert_component(
     tx: &Connection,
     component: &NewComponent,
@@ -372,7 +372,11 @@ pub(crate) fn insert_component(
         stable_key,
         terms,
     ])?;
-    record_status(tx, &id, None, component.status, "created")?;
+    // Analysed components start implemented with no history entry (tens of thousands of
+    // "created" rows would say nothing); the history starts with the first real change.
+    if origin != "analysis" {
+        record_status(tx, &id, None, component.status, "created")?;
+    }
     Ok(id)
 }
 
