@@ -57,6 +57,10 @@ impl GraphStore {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|err| open_error(err.to_string()))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|err| open_error(err.to_string()))?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(|err| open_error(err.to_string()))?;
+        // A 32 MiB page cache and memory-mapped reads: indexing re-reads the same index pages
+        // (stable keys, names) for every file.
+        conn.pragma_update(None, "cache_size", -32_768).map_err(|err| open_error(err.to_string()))?;
+        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(|err| open_error(err.to_string()))?;
         match schema::migrate(&mut conn).map_err(|err| open_error(err.to_string()))? {
             Migrated::Current { .. } => {}
             Migrated::TooNew { found } => {
