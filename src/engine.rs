@@ -49,21 +49,29 @@ impl Engine {
         &self.syntax
     }
 
-    /// The graph database file: `[graph] path`, relative to the root unless absolute.
-    pub fn graph_path(&self) -> std::path::PathBuf {
-        self.workspace.root().join(&self.workspace.config().graph.path)
+    /// The graph database file: `[graph] path`, relative to the root, resolved through the
+    /// workspace sandbox (a path outside the root, or leaving it through a symlink, is refused:
+    /// `filepuff.toml` comes with the repository and must not place files elsewhere).
+    pub fn graph_path(&self) -> Result<std::path::PathBuf, GraphError> {
+        let configured = &self.workspace.config().graph.path;
+        let text = configured.to_string_lossy();
+        self.workspace.resolve(&text).map(|resolved| resolved.absolute).map_err(|err| GraphError::Open {
+            path: configured.clone(),
+            message: format!("[graph] path must be inside the workspace root: {err}"),
+        })
     }
 
     /// The knowledge graph store, opened (and migrated) on first use. A failed open is not
     /// remembered: the next call tries again.
     ///
-    /// Errors: [`GraphError::Open`], [`GraphError::SchemaTooNew`].
+    /// Errors: [`GraphError::Open`] (also for a `[graph] path` outside the root),
+    /// [`GraphError::SchemaTooNew`].
     pub fn graph(&self) -> Result<Arc<GraphStore>, GraphError> {
         let mut slot = self.graph.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(store) = slot.as_ref() {
             return Ok(store.clone());
         }
-        let store = Arc::new(GraphStore::open(&self.graph_path())?);
+        let store = Arc::new(GraphStore::open(&self.graph_path()?)?);
         *slot = Some(store.clone());
         Ok(store)
     }

@@ -225,15 +225,22 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
             message,
             "Another filepuff process held the graph's write lock too long; retry the call.",
         )
-        .with("path", engine.graph_path().display().to_string())
+        .with("path", graph_path_text(engine))
         .with("detail", detail),
         GraphError::Storage { message: detail } => ToolError::new(
             ErrorCode::GraphStoreFailed,
             message,
             "SQLite reported a failure (disk full, I/O error, corruption); check the disk and the file at context.path.",
         )
-        .with("path", engine.graph_path().display().to_string())
+        .with("path", graph_path_text(engine))
         .with("detail", detail),
+    }
+}
+
+fn graph_path_text(engine: &Engine) -> String {
+    match engine.graph_path() {
+        Ok(path) => path.display().to_string(),
+        Err(_) => engine.workspace().config().graph.path.display().to_string(),
     }
 }
 

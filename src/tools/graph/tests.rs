@@ -565,4 +565,12 @@ fn an_unwritable_store_is_a_structured_error() {
     let err =
         search_code(&engine, SearchCodeParams { query: "x".into(), component_types: vec![], limit: None }).unwrap_err();
     assert_eq!((err.code, err.name.as_str()), (7001, "GRAPH_STORE_UNAVAILABLE"));
+    // A repository's filepuff.toml cannot place the database outside the root.
+    let config: Config = Config::parse("[graph]\npath = \"../outside.db\"\n").unwrap();
+    let engine = Engine::new(Workspace::with_config(dir.path(), config).unwrap());
+    let err =
+        search_code(&engine, SearchCodeParams { query: "x".into(), component_types: vec![], limit: None }).unwrap_err();
+    assert_eq!(err.code, 7001);
+    assert!(err.message.contains("inside the workspace root"), "{}", err.message);
+    assert!(!dir.path().parent().unwrap().join("outside.db").exists());
 }
