@@ -97,7 +97,10 @@ pub fn update_component(engine: &Engine, params: UpdateComponentParams) -> Resul
     let store = store(engine)?;
     let id = params.component_id.as_str();
     if params.code_text.is_none() && params.description.is_none() && status.is_none() {
-        let component = store.find_component(id).map_err(|err| graph_error(err, engine))?;
+        let component = store
+            .component(id)
+            .map_err(|err| graph_error(err, engine))?
+            .ok_or_else(|| graph_error(crate::graph::GraphError::NotFound { identifier: id.to_owned() }, engine))?;
         return Ok(UpdateComponentOutput {
             success: true,
             message: format!("Nothing to update for component {}", component.id),

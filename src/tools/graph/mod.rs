@@ -207,6 +207,19 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         )
         .with("identifier", identifier),
         GraphError::Ambiguous { name, count, candidates } => {
+            let listed: Vec<String> = candidates
+                .iter()
+                .take(5)
+                .map(|c| {
+                    let place = match (&c.file_path, c.start_line) {
+                        (Some(path), Some(line)) => format!(" at {path}:{line}"),
+                        _ => String::new(),
+                    };
+                    format!("{} ({} {}{place})", c.id, c.component_type.as_str(), c.qualified_name)
+                })
+                .collect();
+            let more = if count > listed.len() { ", …" } else { "" };
+            let message = format!("{message}: {}{more}", listed.join(", "));
             let candidates: Vec<Value> = candidates
                 .iter()
                 .map(|c| serde_json::to_value(ComponentBrief::from(c)).unwrap_or(Value::Null))
