@@ -377,3 +377,26 @@ def test_two_processes_writing_concurrently_lose_nothing(empty_root, tmp_path):
     finally:
         for session in sessions:
             _close_session(session)
+
+
+def test_cli_graph_subcommands(py_root, py_indexed):
+    def cli(*args):
+        return subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    found = cli("search", "raw_decode", "-t", "method", "--json")
+    assert found.returncode == 0, found.stderr
+    [first, *_] = json.loads(found.stdout)["matches"]
+    assert (first["name"], first["file_path"]) == ("JSONDecoder.raw_decode", "json/decoder.py")
+    assert cli("search", "zzzqqq").returncode == 1
+    shown = cli("show", first["id"], "--json")
+    assert json.loads(shown.stdout)["component"]["qualified_name"] == "JSONDecoder.raw_decode"
+    missing = cli("show", "no-such-component", "--json")
+    assert missing.returncode == 2
+    assert json.loads(missing.stderr)["code"] == 7003
+    status = json.loads(cli("status", "--grouping", "status", "--json").stdout)["status"]
+    assert status["total_components"] == py_indexed["total_components"]
+    assert "0 component(s) in 0 step(s)" in cli("plan").stdout
+    outside = subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", "index", "../elsewhere"],
+                             capture_output=True, text=True, timeout=60)
+    assert outside.returncode == 2 and "1001" in outside.stderr
