@@ -7,6 +7,7 @@
 //!   `BEGIN IMMEDIATE` transaction;
 //! - [`search`]: ranked search (FTS5, BM25) over split names, descriptions and code;
 //! - [`analyze`]: components and relationships extracted from tree-sitter outlines;
+//! - [`apply`]: analyses written with stable ids, links resolved by name;
 //! - [`index`]: `filepuff graph index`, a walk that analyses every parsed file;
 //! - [`plan`]: breadth-first neighbourhoods, next tasks, topological plans with cycle reports;
 //! - [`budget`]: token counting (tiktoken's `cl100k_base`) for context assembly.
@@ -15,7 +16,9 @@
 //! `crate::tools::graph` own the wire types. See `docs/graph.md`.
 
 pub mod analyze;
+pub mod apply;
 pub mod budget;
+mod doc_text;
 pub mod index;
 pub mod plan;
 mod schema;

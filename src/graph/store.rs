@@ -304,7 +304,7 @@ fn count_named(conn: &Connection, condition: &str, identifier: &str) -> Result<u
 
 /// A new random id in UUID v4 form.
 pub(crate) fn new_id(conn: &Connection) -> Result<String, GraphError> {
-    let hex: String = conn.query_row("SELECT lower(hex(randomblob(16)))", [], |row| row.get(0))?;
+    let hex: String = conn.prepare_cached("SELECT lower(hex(randomblob(16)))")?.query_row([], |row| row.get(0))?;
     let mut chars: Vec<char> = hex.chars().collect();
     if chars.len() != 32 {
         return Err(GraphError::Storage { message: "randomblob returned an unexpected length".to_owned() });

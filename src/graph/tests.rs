@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use super::analyze::{base_type_name, extract, python_relative_module, rust_use_module};
-use super::index::{Anchor, apply, resolve};
+use super::apply::{Anchor, apply, resolve};
 use super::plan::{Priority, implementation_plan, next_tasks};
 use super::*;
 use crate::documents::Language;

@@ -9,7 +9,7 @@ use crate::documents::Language;
 use crate::engine::Engine;
 use crate::graph::ComponentChanges;
 use crate::graph::analyze::{analyses, extract};
-use crate::graph::index::{Anchor, apply, resolve};
+use crate::graph::apply::{Anchor, apply, resolve};
 use crate::tools::{ErrorCode, ToolError};
 
 /// Extracted components listed in the result at most (the counts cover all).
