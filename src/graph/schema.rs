@@ -99,14 +99,18 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-        if version > SCHEMA_VERSION {
+        // A negative version is not one filepuff wrote: refuse it like a newer one.
+        if !(0..=SCHEMA_VERSION).contains(&version) {
             return Ok(Migrated::TooNew { found: version });
         }
         if version == SCHEMA_VERSION {
             tx.commit()?;
             return Ok(Migrated::Current { applied });
         }
-        tx.execute_batch(MIGRATIONS[version as usize])?;
+        let Some(migration) = usize::try_from(version).ok().and_then(|v| MIGRATIONS.get(v)) else {
+            return Ok(Migrated::TooNew { found: version });
+        };
+        tx.execute_batch(migration)?;
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
         applied += 1;
