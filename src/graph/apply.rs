@@ -44,6 +44,9 @@ pub struct PendingLink {
     /// The source component's id, or `None` with `source_name` for a type known by name.
     source_id: Option<String>,
     source_name: Option<String>,
+    /// For calls from a member: its container's qualified name (`Reader` for `Reader.Read`),
+    /// searched first (`Reader.readRecord` in the same file).
+    container: Option<String>,
     target_name: String,
     relationship_type: RelationshipType,
     file_path: String,
@@ -166,6 +169,7 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
             (None, Some(receiver)) => pending.push(PendingLink {
                 source_id: None,
                 source_name: Some(receiver.clone()),
+                container: None,
                 target_name: symbol_ids[idx].clone(),
                 relationship_type: RelationshipType::Contains,
                 file_path: path.to_owned(),
@@ -180,13 +184,17 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
         counts.relationships += link(conn, &file_id, &module_id, RelationshipType::Imports, &syntax)?;
     }
     for NamedLink { source, target_name, relationship_type } in &analysis.links {
-        let (source_id, source_name) = match source {
-            SourceRef::Symbol(idx) => (Some(symbol_ids[*idx].clone()), None),
-            SourceRef::Named(name) => (None, Some(name.clone())),
+        let (source_id, source_name, container) = match source {
+            SourceRef::Symbol(idx) => {
+                let container = analysis.symbols[*idx].qualified_name.rsplit_once('.').map(|(c, _)| c.to_owned());
+                (Some(symbol_ids[*idx].clone()), None, container)
+            }
+            SourceRef::Named(name) => (None, Some(name.clone()), None),
         };
         pending.push(PendingLink {
             source_id,
             source_name,
+            container,
             target_name: target_name.clone(),
             relationship_type: *relationship_type,
             file_path: path.to_owned(),
@@ -195,8 +203,8 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
     Ok(Applied { file_id, symbol_ids, counts, pending })
 }
 
-/// Resolves links known by name: the same file first, then the same directory (a Go package, a
-/// Python package), then — for `inherits` and `implements` only — anywhere, when exactly one
+/// Resolves links known by name: for calls from a member, a member of the same container in the
+/// same directory first; then the same file, then the same directory (a Go package, a Python package), then — for `inherits` and `implements` only — anywhere, when exactly one
 /// component of a fitting type carries the name. Ambiguous and unknown names are dropped.
 /// Returns the number of relationships written.
 pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, GraphError> {
@@ -221,13 +229,24 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
             (source_id, pending_link.target_name.clone(), json!({}))
         } else {
             let anywhere = pending_link.relationship_type != RelationshipType::Calls;
-            let Some(target) = find_by_name(
-                conn,
-                &pending_link.target_name,
-                types,
-                &pending_link.file_path,
-                anywhere,
-                Some(&source_id),
+            let sibling = match (&pending_link.container, pending_link.relationship_type) {
+                (Some(container), RelationshipType::Calls) => {
+                    find_sibling(conn, container, &pending_link.target_name, &pending_link.file_path, &source_id)?
+                }
+                _ => None,
+            };
+            let Some(target) = sibling.map_or_else(
+                || {
+                    find_by_name(
+                        conn,
+                        &pending_link.target_name,
+                        types,
+                        &pending_link.file_path,
+                        anywhere,
+                        Some(&source_id),
+                    )
+                },
+                |id| Ok(Some(id)),
             )?
             else {
                 continue;
@@ -242,6 +261,23 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
         written += link(conn, &source, &target, pending_link.relationship_type, &metadata)?;
     }
     Ok(written)
+}
+
+/// The member of `container` named `name` in the same directory (a call from `Reader.Read` to
+/// `readRecord` prefers `Reader.readRecord`; Go methods of one type spread over a package).
+fn find_sibling(
+    conn: &Connection,
+    container: &str,
+    name: &str,
+    file_path: &str,
+    exclude: &str,
+) -> Result<Option<String>, GraphError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM components WHERE qualified_name = ?1 AND dir = ?2 AND id != ?3 LIMIT 2")?;
+    let ids: Vec<String> = stmt
+        .query_map(params![format!("{container}.{name}"), dir_of(file_path), exclude], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
 }
 
 fn find_by_name(

@@ -289,6 +289,27 @@ fn reanalysis_updates_in_place_and_removes_what_vanished() {
     assert_eq!(components, 6 + 2, "file, 5 symbols, 2 modules");
 }
 
+#[test]
+fn calls_from_a_member_prefer_members_of_the_same_class() {
+    let (_dir, store) = temp_store();
+    let text = "class A:\n    def run(self):\n        self.helper()\n    def helper(self):\n        pass\n\n\
+                class B:\n    def run(self):\n        self.helper()\n    def helper(self):\n        pass\n";
+    let analysis = extract(&parsed(Language::Python, text), "two.py");
+    store
+        .write(|tx| {
+            let applied = apply(tx, &analysis, Anchor::File)?;
+            resolve(tx, &applied.pending)
+        })
+        .unwrap();
+    for class in ["A", "B"] {
+        let run = store.find_component(&format!("{class}.run")).unwrap();
+        let calls = store.relationships_of(&run.id, &[RelationshipType::Calls]).unwrap();
+        let targets: Vec<String> =
+            calls.iter().map(|r| store.component(&r.target_id).unwrap().unwrap().qualified_name).collect();
+        assert_eq!(targets, [format!("{class}.helper")]);
+    }
+}
+
 const GO_TYPES: &str = "package shapes\n\n// Shape is a shape.\ntype Shape struct{ w int }\n";
 const GO_METHODS: &str = "package shapes\n\nimport \"fmt\"\n\n// Area computes.\nfunc (s *Shape) Area() int { return s.w }\n\nfunc Print(s *Shape) { fmt.Println(s.Area()) }\n";
 
