@@ -272,10 +272,11 @@ fn find_sibling(
     file_path: &str,
     exclude: &str,
 ) -> Result<Option<String>, GraphError> {
-    let mut stmt =
-        conn.prepare_cached("SELECT id FROM components WHERE qualified_name = ?1 AND dir = ?2 AND id != ?3 LIMIT 2")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM components WHERE dir = ?2 AND name = ?4 AND qualified_name = ?1 AND id != ?3 LIMIT 2",
+    )?;
     let ids: Vec<String> = stmt
-        .query_map(params![format!("{container}.{name}"), dir_of(file_path), exclude], |row| row.get(0))?
+        .query_map(params![format!("{container}.{name}"), dir_of(file_path), exclude, name], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
     Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
 }
@@ -290,7 +291,13 @@ fn find_by_name(
 ) -> Result<Option<String>, GraphError> {
     let type_list: Vec<String> = types.iter().map(|t| format!("'{t}'")).collect();
     let type_list = type_list.join(", ");
-    let scopes: &[&str] = if anywhere { &["file_path = ?2", "dir = ?3", "1"] } else { &["file_path = ?2", "dir = ?3"] };
+    // `dir = ?3` first in each scope so SQLite searches the (dir, name) index, not every component
+    // of a large file.
+    let scopes: &[&str] = if anywhere {
+        &["dir = ?3 AND file_path = ?2", "dir = ?3", "1"]
+    } else {
+        &["dir = ?3 AND file_path = ?2", "dir = ?3"]
+    };
     for scope in scopes {
         let sql = format!(
             "SELECT id FROM components WHERE name = ?1 AND type IN ({type_list}) AND {scope} AND id != ?4 LIMIT 2"
