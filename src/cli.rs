@@ -8,6 +8,8 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+mod graph;
+
 use crate::edits::Operation;
 use crate::engine::Engine;
 use crate::tools::{
@@ -76,6 +78,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build and query the persistent code knowledge graph.
+    Graph(graph::GraphArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -272,6 +276,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Rename(args) => args.position.json,
         Command::Doctor { json } | Command::Diag { json, .. } | Command::Symbols { json, .. } => *json,
         Command::Calls { position, .. } => position.json,
+        Command::Graph(args) => args.json,
     };
     let workspace = match Workspace::open(&root) {
         Ok(workspace) => workspace,
@@ -280,6 +285,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
         Command::Mcp => serve_mcp(engine),
+        Command::Graph(args) => graph::run(&engine, args),
         Command::Search(args) => {
             let json = args.json;
             let params = FileSearchParams {

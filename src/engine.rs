@@ -3,8 +3,11 @@
 //! Faces (MCP, CLI, later LSP) hold an `Arc<Engine>` and call tool functions with it; nothing in
 //! the Engine knows which face is calling.
 
+use std::sync::{Arc, Mutex};
+
 use crate::backends::Backends;
 use crate::documents::DocumentStore;
+use crate::graph::{GraphError, GraphStore};
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
 
@@ -18,13 +21,21 @@ pub struct Engine {
     documents: DocumentStore,
     syntax: SyntaxCache,
     backends: Backends,
+    /// The knowledge graph, opened by the first graph tool call (other tools never touch it).
+    graph: Mutex<Option<Arc<GraphStore>>>,
 }
 
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
         let backends = Backends::new(workspace.root(), workspace.config());
-        Engine { workspace, documents: DocumentStore::new(), syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY), backends }
+        Engine {
+            workspace,
+            documents: DocumentStore::new(),
+            syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY),
+            backends,
+            graph: Mutex::new(None),
+        }
     }
 
     /// The root, configuration and path sandbox.
@@ -45,5 +56,32 @@ impl Engine {
     /// The parse-tree cache.
     pub fn syntax(&self) -> &SyntaxCache {
         &self.syntax
+    }
+
+    /// The graph database file: `[graph] path`, relative to the root, resolved through the
+    /// workspace sandbox (a path outside the root, or leaving it through a symlink, is refused:
+    /// `filepuff.toml` comes with the repository and must not place files elsewhere).
+    pub fn graph_path(&self) -> Result<std::path::PathBuf, GraphError> {
+        let configured = &self.workspace.config().graph.path;
+        let text = configured.to_string_lossy();
+        self.workspace.resolve(&text).map(|resolved| resolved.absolute).map_err(|err| GraphError::Open {
+            path: configured.clone(),
+            message: format!("[graph] path must be inside the workspace root: {err}"),
+        })
+    }
+
+    /// The knowledge graph store, opened (and migrated) on first use. A failed open is not
+    /// remembered: the next call tries again.
+    ///
+    /// Errors: [`GraphError::Open`] (also for a `[graph] path` outside the root),
+    /// [`GraphError::SchemaTooNew`].
+    pub fn graph(&self) -> Result<Arc<GraphStore>, GraphError> {
+        let mut slot = self.graph.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(store) = slot.as_ref() {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(GraphStore::open(&self.graph_path()?)?);
+        *slot = Some(store.clone());
+        Ok(store)
     }
 }

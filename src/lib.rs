@@ -6,6 +6,7 @@ pub mod cli;
 pub mod documents;
 pub mod edits;
 pub mod engine;
+pub mod graph;
 pub mod mcp;
 pub mod search;
 pub mod syntax;

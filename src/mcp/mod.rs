@@ -6,6 +6,8 @@
 //! the tool's `outputSchema`; failures are `isError` results whose `structuredContent` is a
 //! [`ToolError`] (code, name, message, context, remediation).
 
+mod graph;
+
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -37,7 +39,7 @@ pub struct McpServer {
 impl McpServer {
     /// A server over `engine`.
     pub fn new(engine: Arc<Engine>) -> McpServer {
-        McpServer { engine, tool_router: McpServer::tool_router() }
+        McpServer { engine, tool_router: McpServer::tool_router() + McpServer::graph_tool_router() }
     }
 
     #[tool(
@@ -287,7 +289,7 @@ mod tests {
     /// output schemas, annotations). Regenerate with `UPDATE_SNAPSHOTS=1 cargo test`.
     #[test]
     fn tool_list_matches_the_snapshot() {
-        let mut tools = McpServer::tool_router().list_all();
+        let mut tools = (McpServer::tool_router() + McpServer::graph_tool_router()).list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/mcp_tools.json");
@@ -301,8 +303,12 @@ mod tests {
         assert_eq!(
             names,
             [
+                "add_component",
+                "add_relationship",
+                "analyze_code",
                 "ast_query",
                 "call_hierarchy",
+                "continue_implementation",
                 "diagnostics",
                 "document_symbols",
                 "edit_apply",
@@ -310,11 +316,20 @@ mod tests {
                 "file_read",
                 "file_search",
                 "find_definition",
+                "find_next_tasks",
                 "find_references",
+                "find_related_components",
+                "get_component",
+                "get_implementation_plan",
+                "get_project_status",
                 "hover",
                 "ping",
+                "prepare_context",
                 "rename_symbol",
+                "search_code",
                 "symbol_at",
+                "update_component",
+                "update_status",
                 "workspace_symbols"
             ]
         );

@@ -12,6 +12,7 @@
 //! | 4000–4099 | LSP (language servers) |
 //! | 5000–5099 | edit |
 //! | 6000–6099 | query (structural patterns) |
+//! | 7000–7099 | graph |
 //! | 9000–9099 | internal |
 
 use schemars::JsonSchema;
@@ -69,12 +70,19 @@ pub enum ErrorCode {
     QueryPatternInvalid = 6001,
     QueryLanguageUnknown = 6002,
     QueryNameRegexInvalid = 6003,
+    GraphStoreUnavailable = 7001,
+    GraphSchemaTooNew = 7002,
+    GraphComponentNotFound = 7003,
+    GraphNameAmbiguous = 7004,
+    GraphValueInvalid = 7005,
+    GraphStoreBusy = 7006,
+    GraphStoreFailed = 7007,
     Internal = 9001,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 44] = [
+    pub const ALL: [ErrorCode; 51] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -118,6 +126,13 @@ impl ErrorCode {
         ErrorCode::QueryPatternInvalid,
         ErrorCode::QueryLanguageUnknown,
         ErrorCode::QueryNameRegexInvalid,
+        ErrorCode::GraphStoreUnavailable,
+        ErrorCode::GraphSchemaTooNew,
+        ErrorCode::GraphComponentNotFound,
+        ErrorCode::GraphNameAmbiguous,
+        ErrorCode::GraphValueInvalid,
+        ErrorCode::GraphStoreBusy,
+        ErrorCode::GraphStoreFailed,
         ErrorCode::Internal,
     ];
 
@@ -172,6 +187,13 @@ impl ErrorCode {
             ErrorCode::QueryPatternInvalid => "QUERY_PATTERN_INVALID",
             ErrorCode::QueryLanguageUnknown => "QUERY_LANGUAGE_UNKNOWN",
             ErrorCode::QueryNameRegexInvalid => "QUERY_NAME_REGEX_INVALID",
+            ErrorCode::GraphStoreUnavailable => "GRAPH_STORE_UNAVAILABLE",
+            ErrorCode::GraphSchemaTooNew => "GRAPH_SCHEMA_TOO_NEW",
+            ErrorCode::GraphComponentNotFound => "GRAPH_COMPONENT_NOT_FOUND",
+            ErrorCode::GraphNameAmbiguous => "GRAPH_NAME_AMBIGUOUS",
+            ErrorCode::GraphValueInvalid => "GRAPH_VALUE_INVALID",
+            ErrorCode::GraphStoreBusy => "GRAPH_STORE_BUSY",
+            ErrorCode::GraphStoreFailed => "GRAPH_STORE_FAILED",
             ErrorCode::Internal => "INTERNAL",
         }
     }

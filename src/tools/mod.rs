@@ -10,6 +10,7 @@ mod edit;
 pub mod error;
 mod file_read;
 mod file_search;
+pub mod graph;
 mod lsp;
 mod navigation;
 mod rename;

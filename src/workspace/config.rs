@@ -27,6 +27,7 @@ pub struct Config {
     pub read: ReadConfig,
     pub walk: WalkConfig,
     pub lsp: LspConfig,
+    pub graph: GraphConfig,
     /// `[servers.NAME]`: overrides of the default language servers, or new ones.
     pub servers: std::collections::BTreeMap<String, ServerConfig>,
 }
@@ -118,6 +119,21 @@ pub struct WalkConfig {
     pub exclude: Vec<String>,
 }
 
+/// `[graph]`: the persistent code knowledge graph.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphConfig {
+    /// The SQLite database file; relative paths are relative to the workspace root (default
+    /// `.filepuff/graph.db`). Several filepuff processes may share one file.
+    pub path: PathBuf,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        GraphConfig { path: PathBuf::from(".filepuff/graph.db") }
+    }
+}
+
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig { max_file_bytes: 16 * 1024 * 1024 }
@@ -163,6 +179,7 @@ mod tests {
         assert_eq!(config.search.max_results, 100);
         assert_eq!(config.limits.max_file_bytes, 16 * 1024 * 1024);
         assert!(!config.walk.require_git);
+        assert_eq!(config.graph.path, PathBuf::from(".filepuff/graph.db"));
     }
 
     #[test]

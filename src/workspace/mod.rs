@@ -16,7 +16,9 @@ mod config;
 
 use std::path::{Component, Path, PathBuf};
 
-pub use config::{Config, ConfigError, LimitsConfig, LspConfig, ReadConfig, SearchConfig, ServerConfig, WalkConfig};
+pub use config::{
+    Config, ConfigError, GraphConfig, LimitsConfig, LspConfig, ReadConfig, SearchConfig, ServerConfig, WalkConfig,
+};
 
 /// Why a path or URI from outside was refused.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,180 @@
+//! `filepuff graph …`: build and query the knowledge graph from the command line (`index`,
+//! `search`, `status`, `show`, `plan`). Each subcommand except `index` calls the same tool
+//! function as MCP.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::{EXIT_NO_MATCH, EXIT_OK, print_output, report_error};
+use crate::engine::Engine;
+use crate::tools::ToolError;
+use crate::tools::graph::{self as graph, render};
+
+/// `filepuff graph` and its subcommand.
+#[derive(Debug, clap::Args)]
+pub struct GraphArgs {
+    #[command(subcommand)]
+    pub command: GraphCommand,
+    /// Print the JSON result instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Analyse every parsed file under PATHS (default: the root) into the graph; files that
+    /// vanished are removed, changed ones updated in place.
+    Index {
+        /// Files or directories, relative to the root.
+        paths: Vec<String>,
+    },
+    /// Ranked search of the graph (the search_code tool).
+    Search {
+        query: String,
+        /// Only these component types (repeatable): file, class, function, method, …
+        #[arg(short = 't', long = "type", value_name = "TYPE")]
+        component_types: Vec<String>,
+        /// Results to show (default 10).
+        #[arg(short = 'm', long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Implementation status (the get_project_status tool).
+    Status {
+        /// Group counts by type, status, file or language.
+        #[arg(long, value_name = "BY")]
+        grouping: Option<String>,
+    },
+    /// One component by id or name, with its relationships (the get_component tool).
+    Show { identifier: String },
+    /// The implementation plan of everything not yet implemented (get_implementation_plan).
+    Plan,
+}
+
+/// The `index` result as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct IndexOutput {
+    database: String,
+    files_analyzed: usize,
+    files_skipped: usize,
+    files_removed: usize,
+    components_added: usize,
+    components_updated: usize,
+    components_unchanged: usize,
+    components_removed: usize,
+    relationships_written: usize,
+    total_components: usize,
+    total_relationships: usize,
+    elapsed_ms: u128,
+    errors: Vec<String>,
+    error_count: usize,
+}
+
+fn render_index(output: &IndexOutput) -> String {
+    let mut out = format!(
+        "indexed {} files in {} ms ({} skipped, {} removed): components {} added, {} updated, {} unchanged, {} removed; {} relationships written\ngraph {}: {} components, {} relationships\n",
+        output.files_analyzed,
+        output.elapsed_ms,
+        output.files_skipped,
+        output.files_removed,
+        output.components_added,
+        output.components_updated,
+        output.components_unchanged,
+        output.components_removed,
+        output.relationships_written,
+        output.database,
+        output.total_components,
+        output.total_relationships
+    );
+    for error in &output.errors {
+        out.push_str(&format!("skipped: {error}\n"));
+    }
+    out
+}
+
+/// Runs `filepuff graph …`.
+pub fn run(engine: &Engine, args: GraphArgs) -> ExitCode {
+    let json = args.json;
+    match args.command {
+        GraphCommand::Index { paths } => match index(engine, &paths) {
+            Ok(output) => {
+                print_output(&output, json, render_index);
+                ExitCode::from(EXIT_OK)
+            }
+            Err(err) => report_error(&err, json),
+        },
+        GraphCommand::Search { query, component_types, limit } => {
+            let params = graph::SearchCodeParams { query, component_types, limit };
+            match graph::search_code(engine, params) {
+                Ok(output) => {
+                    print_output(&output, json, render::search_code);
+                    ExitCode::from(if output.count == 0 { EXIT_NO_MATCH } else { EXIT_OK })
+                }
+                Err(err) => report_error(&err, json),
+            }
+        }
+        GraphCommand::Status { grouping } => {
+            let params = graph::ProjectStatusParams { filters: None, grouping };
+            finish(graph::get_project_status(engine, params), json, render::get_project_status)
+        }
+        GraphCommand::Show { identifier } => {
+            let params = graph::GetComponentParams { identifier, include_related: true };
+            finish(graph::get_component(engine, params), json, render::get_component)
+        }
+        GraphCommand::Plan => {
+            let params = graph::ImplementationPlanParams { component_ids: None, dependencies_depth: None };
+            finish(graph::get_implementation_plan(engine, params), json, render::get_implementation_plan)
+        }
+    }
+}
+
+fn finish<O: Serialize>(result: Result<O, ToolError>, json: bool, render: fn(&O) -> String) -> ExitCode {
+    match result {
+        Ok(output) => {
+            print_output(&output, json, render);
+            ExitCode::from(EXIT_OK)
+        }
+        Err(err) => report_error(&err, json),
+    }
+}
+
+fn index(engine: &Engine, paths: &[String]) -> Result<IndexOutput, ToolError> {
+    let workspace = engine.workspace();
+    let mut resolved = Vec::new();
+    for path in paths {
+        let path = workspace.resolve(path)?;
+        if !path.absolute.exists() {
+            return Err(ToolError::new(
+                crate::tools::ErrorCode::FileNotFound,
+                format!("file not found: {}", path.relative),
+                "Give files or directories that exist, relative to the workspace root.",
+            )
+            .with("path", path.relative));
+        }
+        resolved.push(path);
+    }
+    let store = graph_store(engine)?;
+    let report = crate::graph::index::index(&store, workspace, engine.documents(), &resolved)
+        .map_err(|err| crate::tools::graph::graph_error(err, engine))?;
+    Ok(IndexOutput {
+        database: store.path().display().to_string(),
+        files_analyzed: report.files_analyzed,
+        files_skipped: report.files_skipped,
+        files_removed: report.files_removed,
+        components_added: report.counts.added,
+        components_updated: report.counts.updated,
+        components_unchanged: report.counts.unchanged,
+        components_removed: report.counts.removed,
+        relationships_written: report.counts.relationships,
+        total_components: report.total_components,
+        total_relationships: report.total_relationships,
+        elapsed_ms: report.elapsed_ms,
+        errors: report.errors,
+        error_count: report.error_count,
+    })
+}
+
+fn graph_store(engine: &Engine) -> Result<std::sync::Arc<crate::graph::GraphStore>, ToolError> {
+    engine.graph().map_err(|err| crate::tools::graph::graph_error(err, engine))
+}

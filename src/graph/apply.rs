@@ -1,0 +1,408 @@
+//! Writing analyses into the graph: [`apply`] one file (stable ids, updates in place, stale
+//! components removed) and [`resolve`] the relationships known only by name.
+//!
+//! Stable identity: an analysed component's `stable_key` is `path::Qualified.name` (with `#2`,
+//! `#3` for repeated names in one file, such as Go's `init`). Re-analysing a file updates the
+//! components whose key is unchanged (same id; version bumped when the code or description
+//! changed; status kept), adds new ones and deletes the ones that disappeared, with their
+//! relationships. Relationships derived by analysis are replaced on each analysis of their
+//! source file; relationships added by `add_relationship` are never touched.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Value, json};
+
+use super::analyze::{FileAnalysis, NamedLink, SourceRef};
+use super::store::{NOW, dir_of, insert_component, insert_relationship, metadata_text, name_terms};
+use super::{ComponentType, GraphError, NewComponent, RelationshipType, Status};
+
+/// Counts of one or more applied analyses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyCounts {
+    pub added: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub removed: usize,
+    pub relationships: usize,
+}
+
+impl ApplyCounts {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &ApplyCounts) {
+        self.added += other.added;
+        self.updated += other.updated;
+        self.unchanged += other.unchanged;
+        self.removed += other.removed;
+        self.relationships += other.relationships;
+    }
+}
+
+/// A link waiting for the whole batch to be written before it is resolved by name.
+#[derive(Debug, Clone)]
+pub struct PendingLink {
+    /// The source component's id, or `None` with `source_name` for a type known by name.
+    source_id: Option<String>,
+    source_name: Option<String>,
+    /// For calls from a member: its container's qualified name (`Reader` for `Reader.Read`),
+    /// searched first (`Reader.readRecord` in the same file).
+    container: Option<String>,
+    target_name: String,
+    relationship_type: RelationshipType,
+    file_path: String,
+}
+
+/// The outcome of [`apply`].
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The file component's id.
+    pub file_id: String,
+    /// Component ids by symbol index.
+    pub symbol_ids: Vec<String>,
+    pub counts: ApplyCounts,
+    pub pending: Vec<PendingLink>,
+}
+
+/// Where analysed components hang: under a file (the usual case) or under an existing component
+/// (`analyze_code` with `component_id`).
+#[derive(Debug, Clone, Copy)]
+pub enum Anchor<'a> {
+    File,
+    Component { id: &'a str, key_prefix: &'a str },
+}
+
+/// Writes one file's analysis: the file component, its symbols, `contains` and `imports`
+/// relationships; returns the links to resolve by name once every file of the batch is in.
+pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> Result<Applied, GraphError> {
+    let mut counts = ApplyCounts::default();
+    let language = analysis.language.name();
+    let path = analysis.file_path.as_str();
+    let (file_id, key_prefix) = match anchor {
+        Anchor::File => {
+            let mut file = NewComponent::new(file_name(path), ComponentType::File);
+            file.status = Status::Implemented;
+            file.description = analysis.description.clone();
+            file.file_path = Some(path.to_owned());
+            file.start_line = Some(1);
+            file.end_line = Some(analysis.line_count.max(1));
+            file.language = Some(language.to_owned());
+            file.metadata = json!({ "line_count": analysis.line_count });
+            if analysis.has_syntax_errors {
+                file.metadata["syntax_errors"] = json!(true);
+            }
+            let id = upsert(conn, &file, &format!("file:{path}"), path, &mut counts)?;
+            (id, path.to_owned())
+        }
+        Anchor::Component { id, key_prefix } => (id.to_owned(), key_prefix.to_owned()),
+    };
+
+    // This file's symbols have stable keys `prefix::…`: the range [`prefix::`, `prefix:;`) holds
+    // exactly those (';' follows ':'), and uses the unique index on stable_key.
+    let key_low = format!("{key_prefix}::");
+    let key_high = format!("{key_prefix}:;");
+    // Relationships this file's analysis made last time are rebuilt from scratch.
+    // A `contains` edge from a type here to a method in another file (Go) is kept: that file's
+    // analysis made it.
+    conn.prepare_cached(
+        "WITH mine(id) AS (SELECT ?1 UNION SELECT id FROM components WHERE origin = 'analysis' \
+         AND stable_key >= ?2 AND stable_key < ?3) \
+         DELETE FROM relationships WHERE origin = 'analysis' AND source_id IN mine \
+         AND (type != 'contains' OR target_id IN mine)",
+    )?
+    .execute(params![file_id, key_low, key_high])?;
+
+    let mut seen_keys: HashMap<String, usize> = HashMap::new();
+    let mut keys = HashSet::new();
+    let mut symbol_ids = Vec::with_capacity(analysis.symbols.len());
+    for symbol in &analysis.symbols {
+        let n = seen_keys.entry(symbol.qualified_name.clone()).or_insert(0);
+        *n += 1;
+        let key = if *n == 1 {
+            format!("{key_prefix}::{}", symbol.qualified_name)
+        } else {
+            format!("{key_prefix}::{}#{n}", symbol.qualified_name)
+        };
+        let mut component = NewComponent::new(&symbol.name, symbol.component_type);
+        component.status = Status::Implemented;
+        component.description = symbol.description.clone();
+        component.code_text = symbol.code_text.clone();
+        component.file_path = Some(path.to_owned());
+        component.start_line = Some(symbol.start_line);
+        component.end_line = Some(symbol.end_line);
+        component.language = Some(language.to_owned());
+        component.metadata = json!({ "kind": symbol.kind, "signature": symbol.signature });
+        let id = upsert(conn, &component, &key, &symbol.qualified_name, &mut counts)?;
+        keys.insert(key);
+        symbol_ids.push(id);
+    }
+
+    // Components of this file that the new analysis no longer has.
+    let stale: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, stable_key FROM components WHERE origin = 'analysis' AND stable_key >= ?1 AND stable_key < ?2",
+        )?;
+        let rows =
+            stmt.query_map([&key_low, &key_high], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+        let mut stale = Vec::new();
+        for row in rows {
+            let (id, key) = row?;
+            if !keys.contains(&key) {
+                stale.push(id);
+            }
+        }
+        stale
+    };
+    for id in &stale {
+        conn.prepare_cached("DELETE FROM components WHERE id = ?1")?.execute([id])?;
+    }
+    counts.removed += stale.len();
+
+    // Derived relationships say so in `origin`; only `calls` carry metadata (approximate).
+    let syntax = json!({});
+    let mut pending = Vec::new();
+    for (idx, symbol) in analysis.symbols.iter().enumerate() {
+        match (symbol.parent, &symbol.receiver) {
+            (Some(parent), _) => {
+                counts.relationships +=
+                    link(conn, &symbol_ids[parent], &symbol_ids[idx], RelationshipType::Contains, &syntax)?;
+            }
+            (None, Some(receiver)) => pending.push(PendingLink {
+                source_id: None,
+                source_name: Some(receiver.clone()),
+                container: None,
+                target_name: symbol_ids[idx].clone(),
+                relationship_type: RelationshipType::Contains,
+                file_path: path.to_owned(),
+            }),
+            (None, None) => {
+                counts.relationships += link(conn, &file_id, &symbol_ids[idx], RelationshipType::Contains, &syntax)?;
+            }
+        }
+    }
+    for module in &analysis.imports {
+        let module_id = upsert_module(conn, module, language)?;
+        counts.relationships += link(conn, &file_id, &module_id, RelationshipType::Imports, &syntax)?;
+    }
+    for NamedLink { source, target_name, relationship_type } in &analysis.links {
+        let (source_id, source_name, container) = match source {
+            SourceRef::Symbol(idx) => {
+                let container = analysis.symbols[*idx].qualified_name.rsplit_once('.').map(|(c, _)| c.to_owned());
+                (Some(symbol_ids[*idx].clone()), None, container)
+            }
+            SourceRef::Named(name) => (None, Some(name.clone()), None),
+        };
+        pending.push(PendingLink {
+            source_id,
+            source_name,
+            container,
+            target_name: target_name.clone(),
+            relationship_type: *relationship_type,
+            file_path: path.to_owned(),
+        });
+    }
+    Ok(Applied { file_id, symbol_ids, counts, pending })
+}
+
+/// Resolves links known by name: for calls from a member, a member of the same container in the
+/// same directory first; then the same file, then the same directory (a Go package, a Python package), then — for `inherits` and `implements` only — anywhere, when exactly one
+/// component of a fitting type carries the name. Ambiguous and unknown names are dropped.
+/// Returns the number of relationships written.
+pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, GraphError> {
+    let mut written = 0;
+    for pending_link in pending {
+        let types: &[&str] = match pending_link.relationship_type {
+            RelationshipType::Calls => &["function", "method", "class"],
+            _ => &["class", "interface"],
+        };
+        let source_id = match (&pending_link.source_id, &pending_link.source_name) {
+            (Some(id), _) => id.clone(),
+            (None, Some(name)) => {
+                match find_by_name(conn, name, &["class", "interface"], &pending_link.file_path, false, None)? {
+                    Some(id) => id,
+                    None => continue,
+                }
+            }
+            (None, None) => continue,
+        };
+        let (source, target, metadata) = if pending_link.relationship_type == RelationshipType::Contains {
+            // The receiver type (found by name) contains the method (known by id).
+            (source_id, pending_link.target_name.clone(), json!({}))
+        } else {
+            let anywhere = pending_link.relationship_type != RelationshipType::Calls;
+            let sibling = match (&pending_link.container, pending_link.relationship_type) {
+                (Some(container), RelationshipType::Calls) => {
+                    find_sibling(conn, container, &pending_link.target_name, &pending_link.file_path, &source_id)?
+                }
+                _ => None,
+            };
+            let Some(target) = sibling.map_or_else(
+                || {
+                    find_by_name(
+                        conn,
+                        &pending_link.target_name,
+                        types,
+                        &pending_link.file_path,
+                        anywhere,
+                        Some(&source_id),
+                    )
+                },
+                |id| Ok(Some(id)),
+            )?
+            else {
+                continue;
+            };
+            let metadata = if pending_link.relationship_type == RelationshipType::Calls {
+                json!({ "approximate": true, "source": "syntax" })
+            } else {
+                json!({})
+            };
+            (source_id, target, metadata)
+        };
+        written += link(conn, &source, &target, pending_link.relationship_type, &metadata)?;
+    }
+    Ok(written)
+}
+
+/// The member of `container` named `name` in the same directory (a call from `Reader.Read` to
+/// `readRecord` prefers `Reader.readRecord`; Go methods of one type spread over a package).
+fn find_sibling(
+    conn: &Connection,
+    container: &str,
+    name: &str,
+    file_path: &str,
+    exclude: &str,
+) -> Result<Option<String>, GraphError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM components WHERE dir = ?2 AND name = ?4 AND qualified_name = ?1 AND id != ?3 LIMIT 2",
+    )?;
+    let ids: Vec<String> = stmt
+        .query_map(params![format!("{container}.{name}"), dir_of(file_path), exclude, name], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
+}
+
+fn find_by_name(
+    conn: &Connection,
+    name: &str,
+    types: &[&str],
+    file_path: &str,
+    anywhere: bool,
+    exclude: Option<&str>,
+) -> Result<Option<String>, GraphError> {
+    let type_list: Vec<String> = types.iter().map(|t| format!("'{t}'")).collect();
+    let type_list = type_list.join(", ");
+    // `dir = ?3` first in each scope so SQLite searches the (dir, name) index, not every component
+    // of a large file.
+    let scopes: &[&str] = if anywhere {
+        &["dir = ?3 AND file_path = ?2", "dir = ?3", "1"]
+    } else {
+        &["dir = ?3 AND file_path = ?2", "dir = ?3"]
+    };
+    for scope in scopes {
+        let sql = format!(
+            "SELECT id FROM components WHERE name = ?1 AND type IN ({type_list}) AND {scope} AND id != ?4 LIMIT 2"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let ids: Vec<String> = stmt
+            .query_map(params![name, file_path, dir_of(file_path), exclude.unwrap_or("")], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        match ids.len() {
+            0 => continue,
+            1 => return Ok(ids.into_iter().next()),
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+fn link(
+    conn: &Connection,
+    source: &str,
+    target: &str,
+    kind: RelationshipType,
+    metadata: &Value,
+) -> Result<usize, GraphError> {
+    if source == target {
+        return Ok(0);
+    }
+    let before = conn.total_changes();
+    insert_relationship(conn, source, target, kind, metadata, "analysis")?;
+    Ok(usize::from(conn.total_changes() > before))
+}
+
+/// id, code_text, description, start_line, end_line, type, metadata of a stored component.
+type StoredRow = (String, String, String, Option<u32>, Option<u32>, String, String);
+
+/// Inserts or updates the component with `stable_key`; returns its id.
+fn upsert(
+    conn: &Connection,
+    component: &NewComponent,
+    stable_key: &str,
+    qualified_name: &str,
+    counts: &mut ApplyCounts,
+) -> Result<String, GraphError> {
+    let existing: Option<StoredRow> = conn
+        .prepare_cached(
+            "SELECT id, code_text, description, start_line, end_line, type, metadata FROM components WHERE stable_key = ?1",
+        )?
+        .query_row([stable_key], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?))
+        })
+        .optional()?;
+    let Some((id, code, description, start, end, kind, metadata)) = existing else {
+        counts.added += 1;
+        return insert_component(conn, component, "analysis", Some((stable_key, qualified_name)));
+    };
+    let metadata_now = metadata_text(&component.metadata);
+    let content_changed = code != component.code_text || description != component.description;
+    let moved = start != component.start_line
+        || end != component.end_line
+        || kind != component.component_type.as_str()
+        || metadata != metadata_now;
+    if content_changed || moved {
+        let terms =
+            name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+        conn.prepare_cached(&format!(
+            "UPDATE components SET code_text = ?2, description = ?3, start_line = ?4, end_line = ?5, type = ?6, \
+             metadata = ?7, name_terms = ?8, language = ?9, last_modified = {NOW}, \
+             version = version + ?10 WHERE id = ?1"
+        ))?
+        .execute(params![
+            id,
+            component.code_text,
+            component.description,
+            component.start_line,
+            component.end_line,
+            component.component_type.as_str(),
+            metadata_now,
+            terms,
+            component.language,
+            i64::from(content_changed),
+        ])?;
+        counts.updated += 1;
+    } else {
+        counts.unchanged += 1;
+    }
+    Ok(id)
+}
+
+/// The module component for an import (created on first use; shared by every importer).
+fn upsert_module(conn: &Connection, module: &str, language: &str) -> Result<String, GraphError> {
+    let key = format!("module:{language}:{module}");
+    if let Some(id) = conn
+        .prepare_cached("SELECT id FROM components WHERE stable_key = ?1")?
+        .query_row([&key], |row| row.get::<_, String>(0))
+        .optional()?
+    {
+        return Ok(id);
+    }
+    let mut component = NewComponent::new(module, ComponentType::Module);
+    component.status = Status::Implemented;
+    component.language = Some(language.to_owned());
+    component.metadata = json!({ "language": language, "imported": true });
+    insert_component(conn, &component, "analysis", Some((&key, module)))
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

@@ -1,0 +1,497 @@
+//! [`GraphStore`]: one SQLite connection to the graph database, and the reads and writes every
+//! graph tool is made of.
+//!
+//! Concurrency: the database is in WAL mode (readers never block the writer, nor it them) with a
+//! busy timeout, so several filepuff processes can share one file. Every write that is more than
+//! one statement runs in a `BEGIN IMMEDIATE` transaction: it takes the write lock up front, so a
+//! writer waits (up to the busy timeout) instead of failing half-way when another process
+//! committed first. Within one process the connection sits behind a mutex.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::schema::{self, Migrated, SCHEMA_VERSION};
+use super::{
+    Component, ComponentChanges, ComponentType, GraphError, NewComponent, Relationship, RelationshipType, Status,
+    StatusChange, split_identifier,
+};
+
+/// How long a writer waits for another process's write lock before failing with `Busy`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The SQL expression for "now" as ISO 8601 UTC with milliseconds.
+pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// Columns of a full component row, in [`component_from_row`] order.
+pub(crate) const COMPONENT_COLUMNS: &str = "id, name, qualified_name, type, status, description, code_text, file_path, \
+     start_line, end_line, language, created_at, last_modified, version, metadata, origin";
+
+/// The same columns with `code_text` left out (empty), for listings.
+pub(crate) const BRIEF_COLUMNS: &str = "id, name, qualified_name, type, status, description, '' AS code_text, \
+     file_path, start_line, end_line, language, created_at, last_modified, version, metadata, origin";
+
+/// The graph database of one workspace.
+#[derive(Debug)]
+pub struct GraphStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl GraphStore {
+    /// Opens (creating it and its parent directory if needed) the database at `path`, switches it
+    /// to WAL mode and brings its schema up to date.
+    ///
+    /// Errors: [`GraphError::Open`] when the file cannot be created or is not a database;
+    /// [`GraphError::SchemaTooNew`] when a newer filepuff wrote it.
+    pub fn open(path: &Path) -> Result<GraphStore, GraphError> {
+        let open_error = |message: String| GraphError::Open { path: path.to_path_buf(), message };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|err| open_error(err.to_string()))?;
+        }
+        let mut conn = Connection::open(path).map_err(|err| open_error(err.to_string()))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|err| open_error(err.to_string()))?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(|err| open_error(err.to_string()))?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(|err| open_error(err.to_string()))?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(|err| open_error(err.to_string()))?;
+        // A 32 MiB page cache and memory-mapped reads: indexing re-reads the same index pages
+        // (stable keys, names) for every file.
+        conn.pragma_update(None, "cache_size", -32_768).map_err(|err| open_error(err.to_string()))?;
+        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(|err| open_error(err.to_string()))?;
+        match schema::migrate(&mut conn).map_err(|err| open_error(err.to_string()))? {
+            Migrated::Current { .. } => {}
+            Migrated::TooNew { found } => {
+                return Err(GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
+            }
+        }
+        Ok(GraphStore { path: path.to_path_buf(), conn: Mutex::new(conn) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the connection (reads; single statements).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, GraphError>) -> Result<T, GraphError> {
+        let conn = self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&conn)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back
+    /// otherwise.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, GraphError>) -> Result<T, GraphError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    /// Adds a component; returns its new id. Its first status goes into the history.
+    pub fn add_component(&self, component: &NewComponent) -> Result<String, GraphError> {
+        self.write(|tx| insert_component(tx, component, "manual", None))
+    }
+
+    /// Changes a component's code, description and/or status and bumps its version (once,
+    /// whatever changed). A status change goes into the history with the note `notes`.
+    ///
+    /// Errors: [`GraphError::NotFound`].
+    pub fn update_component(&self, id: &str, changes: &ComponentChanges, notes: &str) -> Result<Component, GraphError> {
+        self.write(|tx| {
+            let current = component_by_id(tx, id)?.ok_or_else(|| not_found(id))?;
+            let code_text = changes.code_text.as_deref().unwrap_or(&current.code_text);
+            let description = changes.description.as_deref().unwrap_or(&current.description);
+            let status = changes.status.unwrap_or(current.status);
+            tx.execute(
+                &format!(
+                    "UPDATE components SET code_text = ?2, description = ?3, status = ?4, version = version + 1, \
+                     last_modified = {NOW} WHERE id = ?1"
+                ),
+                params![id, code_text, description, status.as_str()],
+            )?;
+            if status != current.status {
+                record_status(tx, id, Some(current.status), status, notes)?;
+            }
+            component_by_id(tx, id)?.ok_or_else(|| not_found(id))
+        })
+    }
+
+    /// Sets a component's status (bumping its version) and records the change with `notes`.
+    /// Returns the previous status; setting the same status again still records a history entry.
+    ///
+    /// Errors: [`GraphError::NotFound`].
+    pub fn update_status(&self, id: &str, status: Status, notes: &str) -> Result<Status, GraphError> {
+        self.write(|tx| {
+            let current = component_by_id(tx, id)?.ok_or_else(|| not_found(id))?;
+            tx.execute(
+                &format!(
+                    "UPDATE components SET status = ?2, version = version + 1, last_modified = {NOW} WHERE id = ?1"
+                ),
+                params![id, status.as_str()],
+            )?;
+            record_status(tx, id, Some(current.status), status, notes)?;
+            Ok(current.status)
+        })
+    }
+
+    /// A component by id.
+    pub fn component(&self, id: &str) -> Result<Option<Component>, GraphError> {
+        self.read(|conn| component_by_id(conn, id))
+    }
+
+    /// A component by id, else by exact name, else by qualified name, else by case-insensitive
+    /// name.
+    ///
+    /// Errors: [`GraphError::NotFound`]; [`GraphError::Ambiguous`] when several components carry
+    /// the name (their ids are in the error).
+    pub fn find_component(&self, identifier: &str) -> Result<Component, GraphError> {
+        self.read(|conn| {
+            if let Some(component) = component_by_id(conn, identifier)? {
+                return Ok(component);
+            }
+            for condition in ["name = ?1", "qualified_name = ?1", "name = ?1 COLLATE NOCASE"] {
+                let sql = format!(
+                    "SELECT {COMPONENT_COLUMNS} FROM components WHERE {condition} ORDER BY file_path, start_line, seq LIMIT 21"
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let found: Vec<Component> =
+                    stmt.query_map([identifier], component_from_row)?.collect::<Result<_, _>>()?;
+                match found.len() {
+                    0 => continue,
+                    1 => return found.into_iter().next().ok_or_else(|| not_found(identifier)),
+                    count => {
+                        let count = if count > 20 { count_named(conn, condition, identifier)? } else { count };
+                        let mut candidates = found;
+                        candidates.truncate(20);
+                        return Err(GraphError::Ambiguous { name: identifier.to_owned(), count, candidates });
+                    }
+                }
+            }
+            Err(not_found(identifier))
+        })
+    }
+
+    /// Adds a relationship, or updates the metadata of the existing one with the same source,
+    /// target and type. Returns its id and whether it was created.
+    ///
+    /// Errors: [`GraphError::NotFound`] when the source or target does not exist.
+    pub fn add_relationship(
+        &self,
+        source_id: &str,
+        target_id: &str,
+        relationship_type: RelationshipType,
+        metadata: &Value,
+    ) -> Result<(String, bool), GraphError> {
+        self.write(|tx| {
+            for id in [source_id, target_id] {
+                if component_by_id(tx, id)?.is_none() {
+                    return Err(not_found(id));
+                }
+            }
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM relationships WHERE source_id = ?1 AND target_id = ?2 AND type = ?3",
+                    params![source_id, target_id, relationship_type.as_str()],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if let Some(id) = existing {
+                tx.execute("UPDATE relationships SET metadata = ?2 WHERE id = ?1", params![id, metadata.to_string()])?;
+                return Ok((id, false));
+            }
+            let id = insert_relationship(tx, source_id, target_id, relationship_type, metadata, "manual")?;
+            Ok((id, true))
+        })
+    }
+
+    /// Every relationship that starts or ends at `id`, optionally only of `types` (empty: all),
+    /// in creation order.
+    pub fn relationships_of(&self, id: &str, types: &[RelationshipType]) -> Result<Vec<Relationship>, GraphError> {
+        self.read(|conn| relationships_touching(conn, id, types))
+    }
+
+    /// A component's status history, oldest first.
+    pub fn status_history(&self, id: &str) -> Result<Vec<StatusChange>, GraphError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT old_status, new_status, notes, changed_at FROM status_history WHERE component_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([id], |row| {
+                let old: Option<String> = row.get(0)?;
+                let new: String = row.get(1)?;
+                Ok(StatusChange {
+                    old_status: old.as_deref().and_then(Status::parse),
+                    new_status: Status::parse(&new).unwrap_or(Status::Planned),
+                    notes: row.get(2)?,
+                    changed_at: row.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Every component without its code text (`code_text` is empty), ordered by file, line and
+    /// creation. For status reports and planning, which look at the whole graph.
+    pub fn all_components_brief(&self) -> Result<Vec<Component>, GraphError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {BRIEF_COLUMNS} FROM components ORDER BY file_path IS NULL, file_path, start_line, seq"
+            ))?;
+            Ok(stmt.query_map([], component_from_row)?.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Every relationship (source, target, type), for planning.
+    pub fn all_edges(&self) -> Result<Vec<(String, String, RelationshipType)>, GraphError> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT source_id, target_id, type FROM relationships ORDER BY rowid")?;
+            let rows = stmt.query_map([], |row| {
+                let kind: String = row.get(2)?;
+                Ok((row.get(0)?, row.get(1)?, kind))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (source, target, kind) = row?;
+                if let Some(kind) = RelationshipType::parse(&kind) {
+                    out.push((source, target, kind));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Lines of code text of each component, by id (a complexity estimate for planning).
+    pub fn code_lines(&self) -> Result<std::collections::HashMap<String, usize>, GraphError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, length(code_text) - length(replace(code_text, char(10), '')) + (code_text != '') \
+                 FROM components",
+            )?;
+            let rows = stmt.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
+            let mut out = std::collections::HashMap::new();
+            for row in rows {
+                let (id, len) = row?;
+                out.insert(id, usize::try_from(len).unwrap_or(0));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Counts of components and relationships.
+    pub fn counts(&self) -> Result<(usize, usize), GraphError> {
+        self.read(|conn| {
+            let components: i64 = conn.query_row("SELECT count(*) FROM components", [], |row| row.get(0))?;
+            let relationships: i64 = conn.query_row("SELECT count(*) FROM relationships", [], |row| row.get(0))?;
+            Ok((components as usize, relationships as usize))
+        })
+    }
+}
+
+fn not_found(identifier: &str) -> GraphError {
+    GraphError::NotFound { identifier: identifier.to_owned() }
+}
+
+fn count_named(conn: &Connection, condition: &str, identifier: &str) -> Result<usize, GraphError> {
+    let count: i64 =
+        conn.query_row(&format!("SELECT count(*) FROM components WHERE {condition}"), [identifier], |row| row.get(0))?;
+    Ok(count as usize)
+}
+
+/// A new random id in UUID v4 form.
+pub(crate) fn new_id(conn: &Connection) -> Result<String, GraphError> {
+    let hex: String = conn.prepare_cached("SELECT lower(hex(randomblob(16)))")?.query_row([], |row| row.get(0))?;
+    let mut chars: Vec<char> = hex.chars().collect();
+    if chars.len() != 32 {
+        return Err(GraphError::Storage { message: "randomblob returned an unexpected length".to_owned() });
+    }
+    chars[12] = '4';
+    chars[16] = ['8', '9', 'a', 'b'][chars[16].to_digit(16).unwrap_or(0) as usize % 4];
+    let hex: String = chars.into_iter().collect();
+    Ok(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
+}
+
+/// The words FTS indexes for a component's name column: the name, its qualified name, their
+/// camelCase/snake_case parts, and for files and modules the path's words.
+pub(crate) fn name_terms(
+    name: &str,
+    qualified_name: &str,
+    file_path: Option<&str>,
+    component_type: ComponentType,
+) -> String {
+    let mut terms = vec![name.to_owned()];
+    if qualified_name != name {
+        terms.push(qualified_name.to_owned());
+    }
+    terms.extend(split_identifier(qualified_name));
+    if matches!(component_type, ComponentType::File | ComponentType::Module)
+        && let Some(path) = file_path
+    {
+        terms.extend(split_identifier(path));
+    }
+    terms.join(" ")
+}
+
+/// The directory part of a workspace-relative path (`""` for a file at the root).
+pub(crate) fn dir_of(file_path: &str) -> &str {
+    file_path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Inserts a component with a fresh id (and, for analysed code, its stable key) and, for manual
+/// components, records its first status. Returns the id.
+pub(crate) fn insert_component(
+    tx: &Connection,
+    component: &NewComponent,
+    origin: &str,
+    key: Option<(&str, &str)>,
+) -> Result<String, GraphError> {
+    let id = new_id(tx)?;
+    let (stable_key, qualified_name) = key.unwrap_or(("", &component.name));
+    let stable_key = (!stable_key.is_empty()).then_some(stable_key);
+    let terms = name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+    tx.prepare_cached(&format!(
+        "INSERT INTO components (id, name, qualified_name, type, status, description, code_text, file_path, dir, \
+         start_line, end_line, language, created_at, last_modified, version, metadata, origin, stable_key, name_terms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW}, 1, ?13, ?14, ?15, ?16)"
+    ))?
+    .execute(params![
+        id,
+        component.name,
+        qualified_name,
+        component.component_type.as_str(),
+        component.status.as_str(),
+        component.description,
+        component.code_text,
+        component.file_path,
+        component.file_path.as_deref().map(dir_of),
+        component.start_line,
+        component.end_line,
+        component.language,
+        metadata_text(&component.metadata),
+        origin,
+        stable_key,
+        terms,
+    ])?;
+    // Analysed components start implemented with no history entry (tens of thousands of
+    // "created" rows would say nothing); the history starts with the first real change.
+    if origin != "analysis" {
+        record_status(tx, &id, None, component.status, "created")?;
+    }
+    Ok(id)
+}
+
+/// A JSON object's text; anything else is wrapped as `{"value": …}`.
+pub(crate) fn metadata_text(metadata: &Value) -> String {
+    match metadata {
+        Value::Object(_) => metadata.to_string(),
+        Value::Null => "{}".to_owned(),
+        other => serde_json::json!({ "value": other }).to_string(),
+    }
+}
+
+/// Inserts a relationship with a fresh id; the caller made sure no duplicate exists (or uses
+/// `INSERT OR IGNORE` semantics through the unique index).
+pub(crate) fn insert_relationship(
+    tx: &Connection,
+    source_id: &str,
+    target_id: &str,
+    relationship_type: RelationshipType,
+    metadata: &Value,
+    origin: &str,
+) -> Result<String, GraphError> {
+    let id = new_id(tx)?;
+    tx.prepare_cached(&format!(
+        "INSERT OR IGNORE INTO relationships (id, source_id, target_id, type, metadata, origin, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
+    ))?
+    .execute(params![id, source_id, target_id, relationship_type.as_str(), metadata_text(metadata), origin])?;
+    Ok(id)
+}
+
+pub(crate) fn record_status(
+    tx: &Connection,
+    id: &str,
+    old: Option<Status>,
+    new: Status,
+    notes: &str,
+) -> Result<(), GraphError> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO status_history (component_id, old_status, new_status, notes, changed_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
+    ))?
+    .execute(params![id, old.map(Status::as_str), new.as_str(), notes])?;
+    Ok(())
+}
+
+pub(crate) fn component_by_id(conn: &Connection, id: &str) -> Result<Option<Component>, GraphError> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COMPONENT_COLUMNS} FROM components WHERE id = ?1"))?;
+    Ok(stmt.query_row([id], component_from_row).optional()?)
+}
+
+pub(crate) fn relationships_touching(
+    conn: &Connection,
+    id: &str,
+    types: &[RelationshipType],
+) -> Result<Vec<Relationship>, GraphError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, source_id, target_id, type, metadata, origin, created_at, rowid AS r FROM relationships \
+         WHERE source_id = ?1 UNION ALL \
+         SELECT id, source_id, target_id, type, metadata, origin, created_at, rowid AS r FROM relationships \
+         WHERE target_id = ?1 AND source_id != ?1 ORDER BY r",
+    )?;
+    let rows = stmt.query_map([id], |row| {
+        let kind: String = row.get(3)?;
+        let metadata: String = row.get(4)?;
+        Ok((
+            Relationship {
+                id: row.get(0)?,
+                source_id: row.get(1)?,
+                target_id: row.get(2)?,
+                relationship_type: RelationshipType::Contains,
+                metadata: serde_json::from_str(&metadata).unwrap_or_else(|_| serde_json::json!({})),
+                origin: row.get(5)?,
+                created_at: row.get(6)?,
+            },
+            kind,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (mut relationship, kind) = row?;
+        let Some(kind) = RelationshipType::parse(&kind) else { continue };
+        if !types.is_empty() && !types.contains(&kind) {
+            continue;
+        }
+        relationship.relationship_type = kind;
+        out.push(relationship);
+    }
+    Ok(out)
+}
+
+/// Reads a row selected with [`COMPONENT_COLUMNS`] or [`BRIEF_COLUMNS`].
+pub(crate) fn component_from_row(row: &Row<'_>) -> rusqlite::Result<Component> {
+    let kind: String = row.get(3)?;
+    let status: String = row.get(4)?;
+    let metadata: String = row.get(14)?;
+    Ok(Component {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        qualified_name: row.get(2)?,
+        component_type: ComponentType::parse(&kind).unwrap_or(ComponentType::Variable),
+        status: Status::parse(&status).unwrap_or(Status::Planned),
+        description: row.get(5)?,
+        code_text: row.get(6)?,
+        file_path: row.get(7)?,
+        start_line: row.get(8)?,
+        end_line: row.get(9)?,
+        language: row.get(10)?,
+        created_at: row.get(11)?,
+        last_modified: row.get(12)?,
+        version: row.get(13)?,
+        metadata: serde_json::from_str(&metadata).unwrap_or_else(|_| serde_json::json!({})),
+        origin: row.get(15)?,
+    })
+}

@@ -1,0 +1,213 @@
+//! `analyze_code`: extract components and relationships from code with tree-sitter and write
+//! them into the graph (stable ids: re-analysing updates in place, never duplicates).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ComponentBrief, graph_error, store};
+use crate::documents::Language;
+use crate::engine::Engine;
+use crate::graph::ComponentChanges;
+use crate::graph::analyze::{analyses, extract};
+use crate::graph::apply::{Anchor, apply, resolve};
+use crate::tools::{ErrorCode, ToolError};
+
+/// Extracted components listed in the result at most (the counts cover all).
+const MAX_LISTED: usize = 100;
+
+/// Parameters of `analyze_code`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct AnalyzeCodeParams {
+    /// The code to analyze (the text given is analysed, not the file on disk).
+    pub code_text: String,
+    /// Path of the file the code is (workspace-relative); selects the language and gives the
+    /// components their file. Re-analysing the same path updates its components in place.
+    pub file_path: Option<String>,
+    /// ID of an existing component whose code this is: its code_text is replaced (version
+    /// bumped) and the declarations found become its members.
+    pub component_id: Option<String>,
+    /// Language name (go, python, typescript, tsx, javascript, c, cpp, rust, elixir, shell)
+    /// when neither file_path nor the component tells; default python (the seed's analyzer).
+    pub language: Option<String>,
+}
+
+/// Result of `analyze_code`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AnalyzeCodeOutput {
+    pub success: bool,
+    /// The file component (or the component given by component_id).
+    pub component_id: String,
+    pub component: ComponentBrief,
+    pub message: String,
+    pub language: String,
+    pub components_added: usize,
+    pub components_updated: usize,
+    pub components_unchanged: usize,
+    pub components_removed: usize,
+    /// Relationships written (contains, imports, inherits, implements, calls).
+    pub relationships: usize,
+    /// The declarations found (the first 100).
+    pub components: Vec<ComponentBrief>,
+    /// Whether the parser reported syntax errors (the extraction may be incomplete).
+    pub syntax_errors: bool,
+}
+
+/// Runs `analyze_code`.
+///
+/// Errors: path errors (1001–1005) for file_path; 3001 a language without a grammar or outline;
+/// 7003 unknown component_id; store failures.
+pub fn analyze_code(engine: &Engine, params: AnalyzeCodeParams) -> Result<AnalyzeCodeOutput, ToolError> {
+    let relative = match &params.file_path {
+        Some(path) => Some(engine.workspace().resolve(path)?.relative),
+        None => None,
+    };
+    let store = store(engine)?;
+    let anchor_component = match &params.component_id {
+        Some(id) => Some(
+            store
+                .component(id)
+                .map_err(|err| graph_error(err, engine))?
+                .ok_or_else(|| graph_error(crate::graph::GraphError::NotFound { identifier: id.clone() }, engine))?,
+        ),
+        None => None,
+    };
+    let language = match (&params.language, &relative, &anchor_component) {
+        (Some(name), _, _) => language_by_name(name)?,
+        (None, Some(path), _) if Language::from_path(std::path::Path::new(path)).is_some() => {
+            Language::from_path(std::path::Path::new(path)).unwrap_or(Language::Python)
+        }
+        (None, _, Some(component)) => component
+            .language
+            .as_deref()
+            .and_then(|l| Language::ALL.into_iter().find(|x| x.name() == l))
+            .or_else(|| component.file_path.as_deref().and_then(|p| Language::from_path(std::path::Path::new(p))))
+            .unwrap_or(Language::Python),
+        _ => Language::Python,
+    };
+    if !analyses(language) {
+        return Err(unsupported(language.name()));
+    }
+    let rope = ropey::Rope::from_str(&params.code_text);
+    let parsed = crate::syntax::parse(language, &rope).ok_or_else(|| unsupported(language.name()))?;
+    let label = match (&relative, &anchor_component) {
+        (Some(path), _) => path.clone(),
+        (None, Some(component)) => {
+            component.file_path.clone().unwrap_or_else(|| format!("<component {}>", component.id))
+        }
+        (None, None) => format!("<snippet {:016x}>.{}", fnv1a(&params.code_text), extension(language)),
+    };
+    let analysis = extract(&parsed, &label);
+    if let Some(component) = &anchor_component {
+        let changes = ComponentChanges { code_text: Some(params.code_text.clone()), ..ComponentChanges::default() };
+        store.update_component(&component.id, &changes, "analyze_code").map_err(|err| graph_error(err, engine))?;
+    }
+    let key_prefix = anchor_component.as_ref().map(|c| format!("component:{}", c.id));
+    let (applied, resolved) = store
+        .write(|tx| {
+            let anchor = match (&anchor_component, &key_prefix) {
+                (Some(component), Some(prefix)) => Anchor::Component { id: &component.id, key_prefix: prefix },
+                _ => Anchor::File,
+            };
+            let applied = apply(tx, &analysis, anchor)?;
+            let resolved = resolve(tx, &applied.pending)?;
+            Ok((applied, resolved))
+        })
+        .map_err(|err| graph_error(err, engine))?;
+    let anchor = store
+        .component(&applied.file_id)
+        .map_err(|err| graph_error(err, engine))?
+        .ok_or_else(|| ToolError::internal("the analysed component vanished"))?;
+    let mut components = Vec::new();
+    for id in applied.symbol_ids.iter().take(MAX_LISTED) {
+        if let Some(c) = store.component(id).map_err(|err| graph_error(err, engine))? {
+            components.push(ComponentBrief::from(&c));
+        }
+    }
+    let counts = &applied.counts;
+    Ok(AnalyzeCodeOutput {
+        success: true,
+        component_id: anchor.id.clone(),
+        component: ComponentBrief::from(&anchor),
+        message: "Successfully analyzed and updated knowledge graph".to_owned(),
+        language: language.name().to_owned(),
+        components_added: counts.added,
+        components_updated: counts.updated,
+        components_unchanged: counts.unchanged,
+        components_removed: counts.removed,
+        relationships: counts.relationships + resolved,
+        components,
+        syntax_errors: analysis.has_syntax_errors,
+    })
+}
+
+fn language_by_name(name: &str) -> Result<Language, ToolError> {
+    let wanted = name.trim().to_ascii_lowercase();
+    Language::ALL
+        .into_iter()
+        .find(|l| l.name() == wanted)
+        .or_else(|| Language::from_extension(&wanted))
+        .ok_or_else(|| unsupported(name))
+}
+
+fn unsupported(name: &str) -> ToolError {
+    let supported: Vec<&str> = Language::ALL.into_iter().filter(|l| analyses(*l)).map(|l| l.name()).collect();
+    ToolError::new(
+        ErrorCode::ParseLanguageUnsupported,
+        format!("analyze_code cannot extract components from {name}"),
+        format!("Pass a file_path or language of one of: {}.", supported.join(", ")),
+    )
+    .with("language", name)
+    .with("supported", supported)
+}
+
+fn extension(language: Language) -> &'static str {
+    match language {
+        Language::Go => "go",
+        Language::TypeScript => "ts",
+        Language::Tsx => "tsx",
+        Language::JavaScript => "js",
+        Language::Python => "py",
+        Language::C => "c",
+        Language::Cpp => "cpp",
+        Language::Rust => "rs",
+        Language::Elixir => "ex",
+        Language::Shell => "sh",
+        _ => "txt",
+    }
+}
+
+/// FNV-1a, 64 bits: a stable label for code analysed without a path.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Renders `analyze_code`.
+pub fn render_text(output: &AnalyzeCodeOutput) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "{} ({}): {} added, {} updated, {} unchanged, {} removed; {} relationships; component {}\n",
+        output.message,
+        output.language,
+        output.components_added,
+        output.components_updated,
+        output.components_unchanged,
+        output.components_removed,
+        output.relationships,
+        output.component_id
+    );
+    for c in &output.components {
+        let _ = writeln!(
+            out,
+            "  {} {} {}:{} {}",
+            c.component_type,
+            c.name,
+            c.file_path.as_deref().unwrap_or(""),
+            c.start_line.unwrap_or(0),
+            c.id
+        );
+    }
+    if output.syntax_errors {
+        out.push_str("note: the parser found syntax errors; the extraction may be incomplete\n");
+    }
+    out
+}

@@ -1,0 +1,402 @@
+"""End-to-end tests of the knowledge graph toolset: `filepuff graph index` on real packages (Go's
+bufio and encoding/csv, CPython's json package, copied to a temporary root) and the thirteen MCP
+tools driven by the official Python MCP SDK (which also validates every structuredContent against
+the tool's outputSchema).
+
+Expected values are computed here independently of filepuff: Go declarations with go/parser
+(go_outline/main.go), Python declarations and imports with `ast`, Go imports by reading the
+import blocks.
+
+Run: .venv/bin/pytest -q tests/e2e/test_graph.py
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import _close_session, _open_session, filepuff_binary
+from oracles import python_outline
+
+GO_PACKAGES = ["bufio", "encoding/csv"]
+PY_PACKAGE = "json"
+
+GO_KIND_TO_TYPE = {
+    "function": "function",
+    "method": "method",
+    "struct": "class",
+    "type": "class",
+    "interface": "interface",
+    "constant": "variable",
+    "variable": "variable",
+}
+PY_KIND_TO_TYPE = {"function": "function", "method": "method", "class": "class", "constant": "variable"}
+
+
+def index(root: Path) -> dict:
+    proc = subprocess.run(
+        [str(filepuff_binary()), "--root", str(root), "graph", "index", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+# ---- corpora ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def go_root(goroot_src, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("graph-go")
+    for package in GO_PACKAGES:
+        shutil.copytree(goroot_src / package, root / package, ignore=shutil.ignore_patterns("testdata"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def py_root(py_stdlib, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("graph-py")
+    shutil.copytree(py_stdlib / PY_PACKAGE, root / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def go_indexed(go_root) -> dict:
+    return index(go_root)
+
+
+@pytest.fixture(scope="module")
+def py_indexed(py_root) -> dict:
+    return index(py_root)
+
+
+@pytest.fixture(scope="module")
+def go_graph(go_root, go_indexed, tmp_path_factory):
+    session = _open_session(go_root, tmp_path_factory.mktemp("mcp-graph-go"))
+    yield session
+    _close_session(session)
+
+
+@pytest.fixture(scope="module")
+def py_graph(py_root, py_indexed, tmp_path_factory):
+    session = _open_session(py_root, tmp_path_factory.mktemp("mcp-graph-py"))
+    yield session
+    _close_session(session)
+
+
+# ---- oracles ------------------------------------------------------------------------------------
+
+
+def go_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.go"))
+
+
+def go_expected_types(root: Path, go_outline_bin: Path) -> Counter:
+    counts: Counter = Counter()
+    for path in go_files(root):
+        out = subprocess.run([str(go_outline_bin), str(path)], capture_output=True, text=True, check=True).stdout
+        for symbol in json.loads(out):
+            if symbol["name"] != "_":
+                counts[GO_KIND_TO_TYPE[symbol["kind"]]] += 1
+    counts["file"] = len(go_files(root))
+    return counts
+
+
+def go_imports(path: Path) -> set[str]:
+    """Import paths of one Go file, read from its import declarations."""
+    text = path.read_text()
+    imports: set[str] = set()
+    for block in re.findall(r"^import \((.*?)^\)", text, re.S | re.M):
+        imports.update(re.findall(r'^\s*(?:[\w.]+\s+)?"([^"]+)"', block, re.M))
+    imports.update(re.findall(r'^import\s+(?:[\w.]+\s+)?"([^"]+)"', text, re.M))
+    return imports
+
+
+def py_expected_types(root: Path) -> Counter:
+    counts: Counter = Counter()
+
+    def add(symbols):
+        for symbol in symbols:
+            counts[PY_KIND_TO_TYPE[symbol["kind"]]] += 1
+            add(symbol.get("children", []))
+
+    files = sorted(root.rglob("*.py"))
+    for path in files:
+        add(python_outline(path.read_text()))
+    counts["file"] = len(files)
+    return counts
+
+
+def py_imports(path: Path, relative: str) -> set[str]:
+    """Modules one Python file imports (anywhere in it), relative imports resolved to the package."""
+    package = relative.split("/")[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                out.add(".".join(base + ([node.module] if node.module else [])))
+            else:
+                out.add(node.module)
+    return out
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def type_counts(session) -> Counter:
+    status = session.ok("get_project_status", {"grouping": "type"})["status"]
+    return Counter({key: group["total_components"] for key, group in status["groups"].items()})
+
+
+def component_in(session, file_path: str, name: str, kind: str) -> dict:
+    status = session.ok(
+        "get_project_status", {"filters": {"file_path": file_path, "type": kind, "name": name}}
+    )["status"]
+    [match] = [c for c in status["components"] if c["name"] == name]
+    return match
+
+
+def related(session, component_id: str) -> list[dict]:
+    return session.ok("get_component", {"identifier": component_id, "include_related": True})["related"]
+
+
+# ==== indexing real packages =====================================================================
+
+
+def test_go_index_counts_match_go_parser(go_root, go_indexed, go_graph, go_outline_bin):
+    expected = go_expected_types(go_root, go_outline_bin)
+    assert go_indexed["files_analyzed"] == len(go_files(go_root))
+    assert go_indexed["files_skipped"] == 0
+    actual = type_counts(go_graph)
+    modules = actual.pop("module")
+    assert actual == expected
+    all_imports = set().union(*(go_imports(p) for p in go_files(go_root)))
+    assert modules == len(all_imports)
+    assert go_indexed["total_components"] == sum(expected.values()) + modules
+
+
+def test_go_method_is_contained_in_its_type_in_its_own_package(go_graph):
+    for package, file in [("encoding/csv", "encoding/csv/reader.go"), ("bufio", "bufio/bufio.go")]:
+        method = component_in(go_graph, file, "Reader.Read", "method")
+        reader = component_in(go_graph, file, "Reader", "class")
+        containers = [
+            r["component"] for r in related(go_graph, method["id"])
+            if r["relationship_type"] == "contains" and r["direction"] == "incoming"
+        ]
+        assert [c["id"] for c in containers] == [reader["id"]], package
+
+
+def test_go_imports_match_the_import_blocks(go_root, go_graph):
+    for path in go_files(go_root):
+        relative = path.relative_to(go_root).as_posix()
+        file = component_in(go_graph, relative, relative, "file")
+        imported = {
+            r["component"]["name"] for r in related(go_graph, file["id"])
+            if r["relationship_type"] == "imports"
+        }
+        assert imported == go_imports(path), relative
+    # The known one, spelled out.
+    reader = component_in(go_graph, "encoding/csv/reader.go", "encoding/csv/reader.go", "file")
+    assert "bufio" in {r["component"]["name"] for r in related(go_graph, reader["id"])}
+
+
+def test_go_calls_are_marked_approximate(go_graph):
+    read = component_in(go_graph, "encoding/csv/reader.go", "Reader.Read", "method")
+    calls = [r for r in related(go_graph, read["id"]) if r["relationship_type"] == "calls"]
+    assert calls and all(r["metadata"] == {"approximate": True, "source": "syntax"} for r in calls)
+    assert "Reader.readRecord" in {r["component"]["name"] for r in calls}
+
+
+def test_python_index_counts_and_imports_match_ast(py_root, py_indexed, py_graph):
+    expected = py_expected_types(py_root)
+    actual = type_counts(py_graph)
+    modules = actual.pop("module")
+    assert actual == expected
+    all_imports: set[str] = set()
+    for path in sorted(py_root.rglob("*.py")):
+        relative = path.relative_to(py_root).as_posix()
+        want = py_imports(path, relative)
+        all_imports |= want
+        file = component_in(py_graph, relative, relative, "file")
+        got = {r["component"]["name"] for r in related(py_graph, file["id"]) if r["relationship_type"] == "imports"}
+        assert got == want, relative
+    assert modules == len(all_imports)
+    decoder = component_in(py_graph, "json/decoder.py", "json/decoder.py", "file")
+    assert "re" in {r["component"]["name"] for r in related(py_graph, decoder["id"])}
+
+
+def test_python_method_is_contained_in_its_class_and_inherits(py_graph):
+    decode = component_in(py_graph, "json/decoder.py", "JSONDecoder.decode", "method")
+    decoder = component_in(py_graph, "json/decoder.py", "JSONDecoder", "class")
+    containers = [r["component"]["id"] for r in related(py_graph, decode["id"])
+                  if r["relationship_type"] == "contains" and r["direction"] == "incoming"]
+    assert containers == [decoder["id"]]
+    error = component_in(py_graph, "json/decoder.py", "JSONDecodeError", "class")
+    bases = [r["component"]["name"] for r in related(py_graph, error["id"]) if r["relationship_type"] == "inherits"]
+    # `class JSONDecodeError(ValueError)`: ValueError is a builtin, not in the graph.
+    assert bases == []
+    got = py_graph.ok("get_component", {"identifier": decode["id"]})["component"]
+    assert got["code_text"].lstrip().startswith("def decode(self, s")
+    assert got["description"].startswith("Return the Python representation")
+
+
+def test_reindexing_is_stable_and_updates_in_place(py_root, py_indexed, py_graph):
+    before = py_graph.ok("search_code", {"query": "raw_decode", "component_types": ["method"]})["matches"][0]
+    again = index(py_root)
+    assert again["components_added"] == 0 and again["components_removed"] == 0
+    assert again["total_components"] == py_indexed["total_components"]
+    scanner = py_root / "json" / "scanner.py"
+    original = scanner.read_text()
+    try:
+        scanner.write_text(original + "\n\ndef added_later():\n    return 1\n")
+        changed = index(py_root)
+        assert (changed["components_added"], changed["components_removed"]) == (1, 0)
+        assert changed["total_components"] == py_indexed["total_components"] + 1
+    finally:
+        scanner.write_text(original)
+        restored = index(py_root)
+        assert restored["components_removed"] == 1
+    after = py_graph.ok("search_code", {"query": "raw_decode", "component_types": ["method"]})["matches"][0]
+    assert after["id"] == before["id"]
+
+
+def test_search_and_context_on_a_real_package(go_graph):
+    matches = go_graph.ok("search_code", {"query": "ReadRune", "component_types": ["method"], "limit": 3})["matches"]
+    assert matches[0]["name"] == "Reader.ReadRune"
+    assert matches[0]["file_path"] == "bufio/bufio.go"
+    for max_tokens in (150, 600, 2500):
+        out = go_graph.ok("prepare_context", {"task_description": "parse quoted CSV fields", "max_tokens": max_tokens})
+        assert out["token_count"] <= max_tokens
+        assert out["tokenizer"] == "cl100k_base"
+        assert out["primary_count"] + out["related_count"] + out["summary_count"] >= 1
+    cont = go_graph.ok("continue_implementation", {"component_id": matches[0]["id"], "max_tokens": 800})
+    assert cont["token_count"] <= 800
+    assert cont["context"]["component"]["name"] == "Reader.ReadRune"
+
+
+# ==== the tools over MCP, persistence, concurrency =================================================
+
+
+@pytest.fixture()
+def empty_root(tmp_path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+def log_dir(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / "logs" / name
+    path.mkdir(parents=True)
+    return path
+
+
+def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path):
+    first = _open_session(empty_root, log_dir(tmp_path, "first"))
+    try:
+        a = first.ok("add_component", {"code_text": "", "component_type": "function", "name": "parse",
+                                       "description": "Parses input"})["component_id"]
+        b = first.ok("add_component", {"code_text": "", "component_type": "function", "name": "emit",
+                                       "status": "implemented"})["component_id"]
+        c = first.ok("add_component", {"code_text": "", "component_type": "class", "name": "Pipeline"})["component_id"]
+        assert first.ok("add_relationship", {"source_id": a, "target_id": b,
+                                             "relationship_type": "depends_on"})["created"] is True
+        first.ok("add_relationship", {"source_id": c, "target_id": a, "relationship_type": "depends_on"})
+        first.ok("add_relationship", {"source_id": a, "target_id": c, "relationship_type": "calls"})
+        assert first.ok("update_component", {"component_id": a, "code_text": "def parse(): ..."})["version"] == 2
+        assert first.ok("update_status", {"component_id": c, "new_status": "partial", "notes": "half"})["old_status"] == "planned"
+        assert [m["id"] for m in first.ok("search_code", {"query": "input"})["matches"]] == [a]
+        assert first.ok("find_related_components", {"component_id": b, "depth": 2})["count"] == 2
+        status = first.ok("get_project_status", {})["status"]
+        assert (status["total_components"], status["implementation_percentage"]) == (3, 50.0)
+        tasks = first.ok("find_next_tasks", {"priority_type": "dependencies"})["tasks"]
+        assert [t["name"] for t in tasks] == ["Pipeline", "parse"]
+        plan = first.ok("get_implementation_plan", {})["plan"]
+        assert plan["has_cycles"] is True
+        assert sorted(plan["cycles"][0]["names"]) == ["Pipeline", "parse"]
+        ctx = first.ok("prepare_context", {"task_description": "parse", "relevant_components": [a], "max_tokens": 500})
+        assert ctx["primary_count"] == 1 and ctx["token_count"] <= 500
+        assert first.ok("continue_implementation", {"component_id": a})["context"]["component"]["id"] == a
+        analyzed = first.ok("analyze_code", {"code_text": "def helper():\n    return 1\n", "file_path": "lib/helper.py"})
+        assert [x["name"] for x in analyzed["components"]] == ["helper"]
+        err, _ = first.error("get_component", {"identifier": "missing"})
+        assert (err["code"], err["name"]) == (7003, "GRAPH_COMPONENT_NOT_FOUND")
+        err, _ = first.error("update_status", {"component_id": a, "new_status": "done"})
+        assert err["code"] == 7005
+    finally:
+        _close_session(first)
+    assert (empty_root / ".filepuff" / "graph.db").is_file()
+
+    second = _open_session(empty_root, log_dir(tmp_path, "second"))
+    try:
+        got = second.ok("get_component", {"identifier": a, "include_related": True})
+        assert (got["component"]["name"], got["component"]["version"], got["component"]["code_text"]) == (
+            "parse", 2, "def parse(): ...")
+        assert {r["relationship_type"] for r in got["related"]} == {"depends_on", "calls"}
+        history = second.ok("get_component", {"identifier": c})["status_history"]
+        assert [(h.get("old_status"), h["new_status"], h["notes"]) for h in history] == [
+            (None, "planned", "created"), ("planned", "partial", "half")]
+        assert second.ok("get_project_status", {})["status"]["total_components"] == 5  # + file and helper
+    finally:
+        _close_session(second)
+
+
+def test_two_processes_writing_concurrently_lose_nothing(empty_root, tmp_path):
+    sessions = [_open_session(empty_root, log_dir(tmp_path, f"s{n}")) for n in range(2)]
+    try:
+        per_session = 40
+        results: dict[int, list] = {}
+
+        def write(n: int):
+            calls = [("add_component", {"code_text": f"x = {i}", "component_type": "variable",
+                                        "name": f"v{n}_{i}"}) for i in range(per_session)]
+            results[n] = sessions[n].call_concurrently(calls)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in range(2):
+            assert not any(r.is_error for r in results[n]), [r.content for r in results[n] if r.is_error]
+        for session in sessions:
+            status = session.ok("get_project_status", {"filters": {"type": "variable"}})["status"]
+            assert status["total_components"] == 2 * per_session
+        names = {c["name"] for c in sessions[0].ok("get_project_status", {})["status"]["components"]}
+        assert names == {f"v{n}_{i}" for n in range(2) for i in range(per_session)}
+    finally:
+        for session in sessions:
+            _close_session(session)
+
+
+def test_cli_graph_subcommands(py_root, py_indexed):
+    def cli(*args):
+        return subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    found = cli("search", "raw_decode", "-t", "method", "--json")
+    assert found.returncode == 0, found.stderr
+    [first, *_] = json.loads(found.stdout)["matches"]
+    assert (first["name"], first["file_path"]) == ("JSONDecoder.raw_decode", "json/decoder.py")
+    assert cli("search", "zzzqqq").returncode == 1
+    shown = cli("show", first["id"], "--json")
+    assert json.loads(shown.stdout)["component"]["qualified_name"] == "JSONDecoder.raw_decode"
+    missing = cli("show", "no-such-component", "--json")
+    assert missing.returncode == 2
+    assert json.loads(missing.stderr)["code"] == 7003
+    status = json.loads(cli("status", "--grouping", "status", "--json").stdout)["status"]
+    assert status["total_components"] == py_indexed["total_components"]
+    assert "0 component(s) in 0 step(s)" in cli("plan").stdout
+    outside = subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", "index", "../elsewhere"],
+                             capture_output=True, text=True, timeout=60)
+    assert outside.returncode == 2 and "1001" in outside.stderr
