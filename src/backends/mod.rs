@@ -210,6 +210,8 @@ pub struct Backends {
     clients: Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>,
     /// Consecutive start failures per (server, root), for backoff.
     failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
+    /// Programs found on PATH, by command (looked up once per process; `doctor` looks again).
+    programs: Mutex<HashMap<String, Option<PathBuf>>>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -228,6 +230,7 @@ impl Backends {
             runtime: OnceLock::new(),
             clients: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
+            programs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -265,7 +268,14 @@ impl Backends {
             self.specs.iter().filter(|s| !s.disabled && s.languages.contains(&language)).collect();
         let first = candidates.first().ok_or(BackendError::NoServer { language: language.name() })?;
         for spec in &candidates {
-            if let Some(program) = find_program(&spec.command[0]) {
+            let program = self
+                .programs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(spec.command[0].clone())
+                .or_insert_with(|| find_program(&spec.command[0]))
+                .clone();
+            if let Some(program) = program {
                 return Ok((spec, program));
             }
         }

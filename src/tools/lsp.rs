@@ -841,3 +841,58 @@ pub fn render_diagnostics(output: &DiagnosticsOutput) -> String {
     out.push_str(&format!("{} diagnostic(s) from {}{current}\n", output.diagnostics.len(), output.server));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! With a real gopls (skipped when `gopls` is not on PATH; scripts/test puts .tools/bin there).
+
+    use super::*;
+    use crate::workspace::Workspace;
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn killed_server_restarts_and_sees_unsaved_buffers() {
+        if crate::backends::find_program("gopls").is_none() {
+            eprintln!("skipped: gopls is not on PATH");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("go");
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lsp/go"), &root);
+        let engine = Engine::new(Workspace::open(&root).unwrap());
+        // An unsaved buffer moves Hello three lines down; the disk still has it at line 12.
+        let greet = engine.workspace().resolve("greet/greet.go").unwrap().absolute;
+        let disk = std::fs::read_to_string(&greet).unwrap();
+        let unsaved = disk.replace("// Hello greets name.", "\n\n\n// Hello greets name.");
+        engine.documents().open(greet.clone(), &unsaved, 2, "go".to_owned());
+        let params = PositionParams { file: "main.go".into(), line: 10, column: None, symbol: Some("Hello".into()) };
+
+        let first = find_definition(&engine, params.clone()).unwrap();
+        assert_eq!(
+            (first.definitions[0].location.file.as_str(), first.definitions[0].location.line),
+            ("greet/greet.go", 15)
+        );
+        let pid = engine.backends().running()[0].pid.unwrap();
+        std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+
+        let started = std::time::Instant::now();
+        let again = find_definition(&engine, params).unwrap();
+        assert!(again.answer.restarted, "{again:?}");
+        assert_eq!(again.definitions[0].location.line, 15, "the new server was given the unsaved buffer");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_ne!(engine.backends().running()[0].pid.unwrap(), pid);
+    }
+}
