@@ -63,6 +63,8 @@ struct Synced {
     text: Rope,
     /// When this version was sent.
     sent: Instant,
+    /// When a request last needed this document.
+    used: Instant,
 }
 
 /// A running language server.
@@ -390,7 +392,10 @@ impl LspClient {
                         },
                     })
                     .map_err(crashed)?;
-                synced.insert(uri.clone(), Synced { version: 1, text: text.clone(), sent: Instant::now() });
+                synced.insert(
+                    uri.clone(),
+                    Synced { version: 1, text: text.clone(), sent: Instant::now(), used: Instant::now() },
+                );
             }
             Some(doc) if doc.text != *text => {
                 let change = incremental_change(&doc.text, text, self.encoding);
@@ -404,8 +409,9 @@ impl LspClient {
                     .map_err(crashed)?;
                 doc.text = text.clone();
                 doc.sent = Instant::now();
+                doc.used = Instant::now();
             }
-            Some(_) => {}
+            Some(doc) => doc.used = Instant::now(),
         }
         Ok(())
     }
@@ -473,6 +479,26 @@ impl LspClient {
                 return Ok((latest, false));
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// How long since the last request to this server.
+    pub fn idle_for(&self) -> Duration {
+        self.last_used.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
+    }
+
+    /// Closes (`didClose`) the documents no request needed for `max_age`; a later request opens
+    /// them again with their then-current text.
+    pub async fn close_idle_documents(&self, max_age: Duration) {
+        let mut synced = self.synced.lock().await;
+        let idle: Vec<Url> =
+            synced.iter().filter(|(_, doc)| doc.used.elapsed() >= max_age).map(|(u, _)| u.clone()).collect();
+        for uri in idle {
+            synced.remove(&uri);
+            let mut server = self.server.clone();
+            let _ = server.did_close(lsp_types::DidCloseTextDocumentParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri },
+            });
         }
     }
 
@@ -603,6 +629,7 @@ pub fn incremental_change(old: &Rope, new: &Rope, encoding: Encoding) -> TextDoc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::ServerSpec;
 
     /// Applies a change the way a server does, in `encoding`.
     fn apply(old: &Rope, change: &TextDocumentContentChangeEvent, encoding: Encoding) -> String {
@@ -612,6 +639,54 @@ mod tests {
         let (end, _) = position::position_to_offset(old, pos(range.end), encoding);
         let text = old.to_string();
         format!("{}{}{}", &text[..start], change.text, &text[end..])
+    }
+
+    /// A real client against `tests/e2e/fake_lsp.py`, which logs every message it receives.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn sync_sends_open_then_incremental_change_then_close_when_idle() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("fake.log");
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_lsp.py");
+        let spec = ServerSpec {
+            name: "fake".into(),
+            command: vec!["python3".into(), fake.display().to_string()],
+            languages: vec![],
+            root_markers: vec![],
+            env: vec![("FAKE_LSP_LOG".into(), log.display().to_string())],
+            initialization_options: None,
+            settings: None,
+            install_hint: String::new(),
+            disabled: false,
+        };
+        let Some(python) = crate::backends::find_program("python3") else { return };
+        let client = LspClient::start(&spec, &python, dir.path(), Duration::from_secs(10)).await.unwrap();
+        assert_eq!(client.encoding, Encoding::Utf16);
+        let uri = Url::from_file_path(dir.path().join("a.go")).unwrap();
+        client.sync(&uri, "go", &Rope::from_str("a😀b\n")).await.unwrap();
+        client.sync(&uri, "go", &Rope::from_str("a😀xb\n")).await.unwrap();
+        client.sync(&uri, "go", &Rope::from_str("a😀xb\n")).await.unwrap(); // unchanged: nothing sent
+        client.close_idle_documents(Duration::ZERO).await;
+        client.stop().await;
+        let messages: Vec<Value> =
+            std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let methods: Vec<&str> = messages.iter().filter_map(|m| m["method"].as_str()).collect();
+        assert_eq!(
+            methods,
+            [
+                "initialize",
+                "initialized",
+                "textDocument/didOpen",
+                "textDocument/didChange",
+                "textDocument/didClose",
+                "shutdown",
+                "exit"
+            ]
+        );
+        let change = &messages[3]["params"];
+        assert_eq!(change["textDocument"]["version"], 2);
+        // After `a😀` = 3 UTF-16 units.
+        assert_eq!(change["contentChanges"][0]["range"]["start"], serde_json::json!({"line": 0, "character": 3}));
+        assert_eq!(change["contentChanges"][0]["text"], "x");
     }
 
     #[test]

@@ -207,7 +207,7 @@ pub struct Backends {
     specs: Vec<ServerSpec>,
     config: LspConfig,
     runtime: OnceLock<tokio::runtime::Handle>,
-    clients: Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>,
+    clients: Arc<Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>>,
     /// Consecutive start failures per (server, root), for backoff.
     failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
     /// Programs found on PATH, by command (looked up once per process; `doctor` looks again).
@@ -228,7 +228,7 @@ impl Backends {
             specs: specs(config),
             config: config.lsp.clone(),
             runtime: OnceLock::new(),
-            clients: Mutex::new(HashMap::new()),
+            clients: Arc::new(Mutex::new(HashMap::new())),
             failures: Mutex::new(HashMap::new()),
             programs: Mutex::new(HashMap::new()),
         }
@@ -251,7 +251,14 @@ impl Backends {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let handle = self.runtime.get_or_init(start_runtime).clone();
+        let handle = self
+            .runtime
+            .get_or_init(|| {
+                let handle = start_runtime();
+                handle.spawn(reap_idle(Arc::downgrade(&self.clients), self.config.idle_shutdown_secs));
+                handle
+            })
+            .clone();
         let task = handle.spawn(future);
         match futures::executor::block_on(task) {
             Ok(output) => output,
@@ -417,7 +424,7 @@ impl Backends {
 impl Drop for Backends {
     fn drop(&mut self) {
         let clients: Vec<Arc<LspClient>> =
-            self.clients.get_mut().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
+            self.clients.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
         if clients.is_empty() {
             return;
         }
@@ -433,6 +440,30 @@ impl Drop for Backends {
                     _ = futures_timer(Duration::from_secs(3)) => {},
                 }
             });
+        }
+    }
+}
+
+/// Documents a server has not been asked about for this long are closed (`didClose`).
+const DOCUMENT_IDLE: Duration = Duration::from_secs(300);
+
+/// Every 30 s: stops servers without a request for `idle_secs` (0 = never) and closes documents
+/// no request touched for [`DOCUMENT_IDLE`]. Ends when the Backends are dropped.
+async fn reap_idle(clients: std::sync::Weak<Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>>, idle_secs: u64) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tick.tick().await;
+        let Some(clients) = clients.upgrade() else { return };
+        let all: Vec<((String, PathBuf), Arc<LspClient>)> =
+            clients.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, c)| (k.clone(), c.clone())).collect();
+        for (key, client) in all {
+            if idle_secs > 0 && client.idle_for() >= Duration::from_secs(idle_secs) {
+                tracing::info!(server = %client.name, "idle for {idle_secs} s; shutting down");
+                clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+                client.stop().await;
+            } else {
+                client.close_idle_documents(DOCUMENT_IDLE).await;
+            }
         }
     }
 }
