@@ -201,13 +201,16 @@ pub struct Acquired {
     pub restarted: bool,
 }
 
+/// Running clients by (server name, project root).
+type ClientMap = Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>;
+
 /// The registry of running clients and the runtime they live on.
 pub struct Backends {
     root: PathBuf,
     specs: Vec<ServerSpec>,
     config: LspConfig,
     runtime: OnceLock<tokio::runtime::Handle>,
-    clients: Arc<Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>>,
+    clients: Arc<ClientMap>,
     /// Consecutive start failures per (server, root), for backoff.
     failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
     /// Programs found on PATH, by command (looked up once per process; `doctor` looks again).
@@ -449,7 +452,7 @@ const DOCUMENT_IDLE: Duration = Duration::from_secs(300);
 
 /// Every 30 s: stops servers without a request for `idle_secs` (0 = never) and closes documents
 /// no request touched for [`DOCUMENT_IDLE`]. Ends when the Backends are dropped.
-async fn reap_idle(clients: std::sync::Weak<Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>>, idle_secs: u64) {
+async fn reap_idle(clients: std::sync::Weak<ClientMap>, idle_secs: u64) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
         tick.tick().await;
