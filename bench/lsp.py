@@ -10,6 +10,7 @@ and the added latency p50 (filepuff minus direct) — the figure the target (≤
 """
 
 import json
+import re
 import os
 import shutil
 import statistics
@@ -78,10 +79,11 @@ class Lsp:
 
 
 class RawMcp:
-    def __init__(self, root):
-        env = {**os.environ, "PATH": f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}"}
-        self.proc = subprocess.Popen([BIN, "--root", str(root), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env)
+    def __init__(self, root, command=None, env=None):
+        env = {**os.environ, "PATH": f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
+        command = command or [BIN, "--root", str(root), "mcp"]
+        self.proc = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
         init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
         self.request("initialize", init)
@@ -93,7 +95,10 @@ class RawMcp:
         self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
                                            "params": params}) + "\n").encode())
         self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.next_id:
+                return message
 
     def call(self, tool, arguments):
         reply = self.request("tools/call", {"name": tool, "arguments": arguments})
@@ -170,6 +175,8 @@ def main():
         mcp.proc.stdin.close()
         mcp.proc.wait(timeout=20)
 
+        peer = bench_cclsp(root, gline)
+
     print("## find_definition / find_references: filepuff mcp vs gopls directly (warm, %d runs each)" % RUNS)
     print("| request | direct p50 ms | direct p90 ms | filepuff p50 ms | filepuff p90 ms | added p50 ms |")
     print("|---|---|---|---|---|---|")
@@ -179,6 +186,47 @@ def main():
         print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (name, d50, d90, f50, f90, f50 - d50))
     print()
     print("references found: direct %d, filepuff %d (completeness: %s)" % (direct_refs, our_refs, completeness))
+    if peer:
+        print()
+        print("## peer: cclsp %s (npm) on the same gopls and query, through MCP (warm, %d runs)" % (peer["version"], PEER_RUNS))
+        print("| tool | p50 ms | p90 ms | references found |")
+        print("|---|---|---|---|")
+        print("| cclsp find_references | %.2f | %.2f | %s |" % (pct(peer["references"], 0.5), pct(peer["references"], 0.9),
+                                                           peer["found"]))
+        print("| filepuff find_references | %.2f | %.2f | %d |" % (pct(ours["references"], 0.5),
+                                                              pct(ours["references"], 0.9), our_refs))
+
+
+PEER_RUNS = 30
+CCLSP = REPO / ".tools" / "bench" / "node_modules" / ".bin" / "cclsp"
+
+
+def bench_cclsp(root, gline):
+    """cclsp (npm, installed by bench/run into .tools/bench) with gopls: find_references by name."""
+    if not CCLSP.exists():
+        print("(cclsp not installed: bench/run installs it into .tools/bench; skipped)", file=sys.stderr)
+        return None
+    gopls = shutil.which("gopls", path=f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}")
+    config = root / "cclsp.json"
+    config.write_text(json.dumps({"servers": [{"extensions": ["go"], "command": [gopls], "rootDir": str(root)}]}))
+    mcp = RawMcp(root, command=[str(CCLSP)], env={"CCLSP_CONFIG_PATH": str(config)})
+    args = {"file_path": str(root / "greet" / "greet.go"), "symbol_name": "Hello", "include_declaration": True}
+    samples, text = [], ""
+    for i in range(PEER_RUNS + 5):
+        start = time.perf_counter()
+        reply = mcp.request("tools/call", {"name": "find_references", "arguments": args})
+        if i >= 5:
+            samples.append(time.perf_counter() - start)
+        text = "".join(block.get("text", "") for block in reply.get("result", {}).get("content", []))
+    mcp.proc.stdin.close()
+    try:
+        mcp.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # cclsp keeps running after stdin closes
+        mcp.proc.kill()
+    print("cclsp answer:", text[:400], file=sys.stderr)
+    found = sum(1 for line in text.splitlines() if re.fullmatch(r"\S+\.go:\d+:\d+", line.strip()))
+    version = json.loads((CCLSP.parent.parent / "cclsp" / "package.json").read_text())["version"]
+    return {"references": samples, "found": found, "version": version}
 
 
 if __name__ == "__main__":

@@ -170,10 +170,11 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
         };
         async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
     })?;
+    let mut locator = Locator::new(engine, encoding);
     let definitions = locations
         .iter()
         .map(|location| {
-            let (info, text) = location_info(engine, location, encoding);
+            let (info, text) = locator.info(location);
             let preview = text.map(|text| preview(&text, info.line));
             DefinitionInfo { location: info, preview }
         })
@@ -202,8 +203,9 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
         async move { client.request::<References>(params, timeout).await.map(Option::unwrap_or_default) }
     })?;
     let mut by_file: BTreeMap<String, Vec<LocationInfo>> = BTreeMap::new();
+    let mut locator = Locator::new(engine, encoding);
     for location in &locations {
-        let (info, _) = location_info(engine, location, encoding);
+        let (info, _) = locator.info(location);
         by_file.entry(info.file.clone()).or_default().push(info);
     }
     let files: Vec<FileReferences> = by_file
@@ -537,54 +539,84 @@ fn definition_locations(response: Option<GotoDefinitionResponse>) -> Vec<Locatio
 }
 
 /// A location in filepuff's units, and the file's text when it is inside the root.
+/// A location in filepuff's units, and the file's text when it is inside the root.
 pub(super) fn location_info(engine: &Engine, location: &Location, encoding: Encoding) -> (LocationInfo, Option<Rope>) {
-    let workspace = engine.workspace();
-    let range = location.range;
-    let inside = workspace.resolve_uri(&location.uri).ok();
-    let text = inside.as_ref().and_then(|resolved| {
-        engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes).ok().map(|s| s.text)
-    });
-    match (inside, text) {
-        (Some(resolved), Some(text)) => {
-            let convert = |p: lsp_types::Position| {
-                let (offset, _) = position::position_to_offset(
-                    &text,
-                    position::Position { line: p.line, character: p.character },
-                    encoding,
-                );
-                position::offset_to_one_based(&text, offset).0
-            };
-            let (start, end) = (convert(range.start), convert(range.end));
-            let line_text =
-                position::line_text(&text, start.line as usize - 1).map(|l| l.to_string().trim().to_owned());
-            (
+    Locator::new(engine, encoding).info(location)
+}
+
+/// Converts many locations, reading each file once.
+pub(super) struct Locator<'e> {
+    engine: &'e Engine,
+    encoding: Encoding,
+    files: std::collections::HashMap<Url, Option<(ResolvedPath, Rope)>>,
+}
+
+impl<'e> Locator<'e> {
+    pub(super) fn new(engine: &'e Engine, encoding: Encoding) -> Locator<'e> {
+        Locator { engine, encoding, files: std::collections::HashMap::new() }
+    }
+
+    /// The file of `uri` (inside the root) and its current text.
+    fn file(&mut self, uri: &Url) -> Option<(ResolvedPath, Rope)> {
+        let engine = self.engine;
+        self.files
+            .entry(uri.clone())
+            .or_insert_with(|| {
+                let workspace = engine.workspace();
+                let resolved = workspace.resolve_uri(uri).ok()?;
+                let text =
+                    engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes).ok()?.text;
+                Some((resolved, text))
+            })
+            .clone()
+    }
+
+    /// A location in filepuff's units, and the file's text when it is inside the root.
+    pub(super) fn info(&mut self, location: &Location) -> (LocationInfo, Option<Rope>) {
+        let encoding = self.encoding;
+        let range = location.range;
+        match self.file(&location.uri) {
+            Some((resolved, text)) => {
+                let convert = |p: lsp_types::Position| {
+                    let (offset, _) = position::position_to_offset(
+                        &text,
+                        position::Position { line: p.line, character: p.character },
+                        encoding,
+                    );
+                    position::offset_to_one_based(&text, offset).0
+                };
+                let (start, end) = (convert(range.start), convert(range.end));
+                let line_text =
+                    position::line_text(&text, start.line as usize - 1).map(|l| l.to_string().trim().to_owned());
+                (
+                    LocationInfo {
+                        file: resolved.relative,
+                        line: start.line as usize,
+                        column: start.column as usize,
+                        end_line: end.line as usize,
+                        end_column: end.column as usize,
+                        outside_root: false,
+                        text: line_text,
+                    },
+                    Some(text),
+                )
+            }
+            None => (
                 LocationInfo {
-                    file: resolved.relative,
-                    line: start.line as usize,
-                    column: start.column as usize,
-                    end_line: end.line as usize,
-                    end_column: end.column as usize,
-                    outside_root: false,
-                    text: line_text,
+                    file: location
+                        .uri
+                        .to_file_path()
+                        .map_or_else(|()| location.uri.to_string(), |p| p.display().to_string()),
+                    line: range.start.line as usize + 1,
+                    column: range.start.character as usize + 1,
+                    end_line: range.end.line as usize + 1,
+                    end_column: range.end.character as usize + 1,
+                    outside_root: true,
+                    text: None,
                 },
-                Some(text),
-            )
+                None,
+            ),
         }
-        _ => (
-            LocationInfo {
-                file: location
-                    .uri
-                    .to_file_path()
-                    .map_or_else(|()| location.uri.to_string(), |p| p.display().to_string()),
-                line: range.start.line as usize + 1,
-                column: range.start.character as usize + 1,
-                end_line: range.end.line as usize + 1,
-                end_column: range.end.character as usize + 1,
-                outside_root: true,
-                text: None,
-            },
-            None,
-        ),
     }
 }
 

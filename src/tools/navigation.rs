@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::lsp::{
-    AnswerInfo, LocationInfo, PositionParams, Target, answer_line, hover_text, location_info, request_timeout,
+    AnswerInfo, LocationInfo, Locator, PositionParams, Target, answer_line, hover_text, location_info, request_timeout,
 };
 use super::{ErrorCode, ToolError};
 use crate::documents::Language;
@@ -225,6 +225,7 @@ fn convert_symbols(
     response: Option<WorkspaceSymbolResponse>,
     encoding: crate::documents::position::Encoding,
 ) -> Vec<SymbolEntry> {
+    let mut locator = Locator::new(engine, encoding);
     match response {
         None => Vec::new(),
         #[allow(deprecated)]
@@ -235,7 +236,7 @@ fn convert_symbols(
                 kind: kind_name(s.kind),
                 detail: None,
                 container: s.container_name,
-                location: location_info(engine, &s.location, encoding).0,
+                location: locator.info(&s.location).0,
                 children: Vec::new(),
             })
             .collect(),
@@ -251,7 +252,7 @@ fn convert_symbols(
                     kind: kind_name(s.kind),
                     detail: None,
                     container: s.container_name,
-                    location: location_info(engine, &location, encoding).0,
+                    location: locator.info(&location).0,
                     children: Vec::new(),
                 })
             })
