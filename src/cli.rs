@@ -368,9 +368,11 @@ pub fn run(cli: Cli) -> ExitCode {
             }
             Err(err) => report_error(&err, position.json),
         },
-        Command::Diag { file, json } => {
-            finish(tools::diagnostics(&engine, tools::DiagnosticsParams { file }), json, tools::render::diagnostics)
-        }
+        Command::Diag { file, json } => finish(
+            tools::diagnostics(&engine, tools::DiagnosticsParams { file: Some(file) }),
+            json,
+            tools::render::diagnostics,
+        ),
         Command::Def(args) => match position_params(&args) {
             Ok(params) => finish(tools::find_definition(&engine, params), args.json, tools::render::find_definition),
             Err(err) => report_error(&err, args.json),

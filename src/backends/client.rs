@@ -554,6 +554,15 @@ impl LspClient {
         self.synced.lock().await.get(uri).map(|doc| doc.version)
     }
 
+    /// Every document's latest published diagnostics.
+    pub fn all_published_diagnostics(&self) -> Vec<(Url, Vec<Diagnostic>)> {
+        lock(&self.shared)
+            .diagnostics
+            .iter()
+            .map(|(uri, (_, diagnostics, _))| (uri.clone(), diagnostics.clone()))
+            .collect()
+    }
+
     /// The latest published diagnostics of `uri` and the document version they are for.
     pub fn published_diagnostics(&self, uri: &Url) -> Option<(Option<i32>, Vec<Diagnostic>)> {
         lock(&self.shared).diagnostics.get(uri).map(|(version, diagnostics, _)| (*version, diagnostics.clone()))

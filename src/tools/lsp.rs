@@ -742,13 +742,17 @@ pub(super) fn answer_line(answer: &AnswerInfo) -> String {
 /// Parameters of `diagnostics`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct DiagnosticsParams {
-    /// The file whose diagnostics to get.
-    pub file: String,
+    /// The file whose diagnostics to get; without it, every diagnostic the running servers have
+    /// published for files in the workspace.
+    pub file: Option<String>,
 }
 
 /// One diagnostic, 1-based lines and columns (characters; the end is exclusive).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct DiagnosticInfo {
+    /// The file (workspace-wide results only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub line: usize,
     pub column: usize,
     pub end_line: usize,
@@ -765,6 +769,7 @@ pub struct DiagnosticInfo {
 /// Result of `diagnostics`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DiagnosticsOutput {
+    /// The file asked about; `*` for the whole workspace.
     pub file: String,
     pub diagnostics: Vec<DiagnosticInfo>,
     /// True when the diagnostics are known to be for the file's current text (the synced
@@ -781,7 +786,8 @@ pub struct DiagnosticsOutput {
 /// Errors: path and read errors; 4001–4006 as [`find_definition`].
 pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<DiagnosticsOutput, ToolError> {
     let workspace = engine.workspace();
-    let resolved = workspace.resolve(&params.file)?;
+    let Some(file) = params.file else { return Ok(workspace_diagnostics(engine)) };
+    let resolved = workspace.resolve(&file)?;
     let source = engine
         .documents()
         .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
@@ -803,6 +809,58 @@ pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<Diagnos
         server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
         restarted,
     })
+}
+
+/// Every diagnostic the running servers have published for files inside the workspace, by file
+/// and position. Only files a server has analyzed (opened, or checked on its own) appear, and
+/// the lists are the latest published, so `current` is false.
+fn workspace_diagnostics(engine: &Engine) -> DiagnosticsOutput {
+    let mut out = Vec::new();
+    let mut servers = Vec::new();
+    for client in engine.backends().running() {
+        servers.push(client.server_info.clone().unwrap_or_else(|| client.name.clone()));
+        let mut locator = Locator::new(engine, client.encoding);
+        for (uri, diagnostics) in client.all_published_diagnostics() {
+            for d in diagnostics {
+                let (start, _) = locator.info(&Location { uri: uri.clone(), range: d.range });
+                if start.outside_root {
+                    continue;
+                }
+                out.push(DiagnosticInfo {
+                    file: Some(start.file.clone()),
+                    line: start.line,
+                    column: start.column,
+                    end_line: start.end_line,
+                    end_column: start.end_column,
+                    severity: severity_name(d.severity).to_owned(),
+                    code: d.code.map(|code| match code {
+                        lsp_types::NumberOrString::Number(n) => n.to_string(),
+                        lsp_types::NumberOrString::String(s) => s,
+                    }),
+                    source: d.source,
+                    message: d.message,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    servers.sort();
+    DiagnosticsOutput {
+        file: "*".to_owned(),
+        diagnostics: out,
+        current: false,
+        server: servers.join(", "),
+        restarted: false,
+    }
+}
+
+fn severity_name(severity: Option<lsp_types::DiagnosticSeverity>) -> &'static str {
+    match severity {
+        Some(lsp_types::DiagnosticSeverity::WARNING) => "warning",
+        Some(lsp_types::DiagnosticSeverity::INFORMATION) => "information",
+        Some(lsp_types::DiagnosticSeverity::HINT) => "hint",
+        _ => "error",
+    }
 }
 
 /// Syncs `text` as `path`'s content to `client` and returns the diagnostics for it, converted.
@@ -838,17 +896,12 @@ pub fn file_diagnostics(
         .map(|d| {
             let (start, end) = (convert(d.range.start), convert(d.range.end));
             DiagnosticInfo {
+                file: None,
                 line: start.line as usize,
                 column: start.column as usize,
                 end_line: end.line as usize,
                 end_column: end.column as usize,
-                severity: match d.severity {
-                    Some(lsp_types::DiagnosticSeverity::WARNING) => "warning",
-                    Some(lsp_types::DiagnosticSeverity::INFORMATION) => "information",
-                    Some(lsp_types::DiagnosticSeverity::HINT) => "hint",
-                    _ => "error",
-                }
-                .to_owned(),
+                severity: severity_name(d.severity).to_owned(),
                 code: d.code.map(|code| match code {
                     lsp_types::NumberOrString::Number(n) => n.to_string(),
                     lsp_types::NumberOrString::String(s) => s,
@@ -867,7 +920,8 @@ pub fn render_diagnostics(output: &DiagnosticsOutput) -> String {
     let mut out = String::new();
     for d in &output.diagnostics {
         let source = d.source.as_deref().map(|s| format!(" [{s}]")).unwrap_or_default();
-        out.push_str(&format!("{}:{}:{}: {}: {}{source}\n", output.file, d.line, d.column, d.severity, d.message));
+        let file = d.file.as_deref().unwrap_or(&output.file);
+        out.push_str(&format!("{file}:{}:{}: {}: {}{source}\n", d.line, d.column, d.severity, d.message));
     }
     let current = if output.current { "" } else { " (not confirmed for the current text)" };
     out.push_str(&format!("{} diagnostic(s) from {}{current}\n", output.diagnostics.len(), output.server));

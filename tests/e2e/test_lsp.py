@@ -278,11 +278,14 @@ def test_edit_diagnostics_introduced_then_cleared(session, projects):
     assert "42" in d["introduced"][0]["message"] and d["current"] is True
     direct = session.ok("diagnostics", {"file": "go/greet/greet.go"})
     assert [x["message"] for x in direct["diagnostics"]] == [d["introduced"][0]["message"]] and direct["current"]
+    everywhere = session.ok("diagnostics", {})
+    assert ("go/greet/greet.go", d["introduced"][0]["line"]) in {(x["file"], x["line"]) for x in everywhere["diagnostics"]}
     fixed = session.ok("edit_apply", {"file": "go/greet/greet.go", "operation": "replace",
                                       "selector_text": "return 42", "new_content": 'return "hello, " + name'})
     # The server is running, so diagnostics come by default; the fix clears the error.
     assert fixed["diagnostics"]["introduced"] == [] and fixed["diagnostics"]["resolved"] == 1
     assert session.ok("diagnostics", {"file": "go/greet/greet.go"})["diagnostics"] == []
+    assert "go/greet/greet.go" not in {x["file"] for x in session.ok("diagnostics", {})["diagnostics"]}
 
 
 def test_hung_server_gets_cancel_then_restart_then_typed_timeout(tmp_path, filepuff_bin):
