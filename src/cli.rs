@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::edits::Operation;
 use crate::engine::Engine;
+use crate::tools::toolsets::{TOOLS, ToolsetSelection};
 use crate::tools::{self, AstQueryParams, EditParams, FileReadParams, FileSearchParams, ToolError};
 use crate::workspace::Workspace;
 
@@ -27,7 +28,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdin/stdout (register this command with your MCP client).
-    Mcp,
+    Mcp(McpArgs),
+    /// List every tool with its toolset and whether this configuration serves it.
+    Tools(McpArgs),
     /// Search file contents (the file_search tool).
     Search(SearchArgs),
     /// Read a file, or its symbol outline (the file_read tool).
@@ -36,6 +39,14 @@ pub enum Command {
     Query(QueryArgs),
     /// Edit a file by AST node, text, regex or line range (edit_apply; edit_preview with --dry-run).
     Edit(EditArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// Toolsets to serve, comma-separated: core, lsp, local, index, graph, all, default
+    /// (default: `[mcp] toolsets` in filepuff.toml, else core,lsp).
+    #[arg(long, value_name = "LIST")]
+    pub toolsets: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -187,7 +198,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     let json = match &cli.command {
-        Command::Mcp => false,
+        Command::Mcp(_) | Command::Tools(_) => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
@@ -199,7 +210,17 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
-        Command::Mcp => serve_mcp(engine),
+        Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
+            Ok(toolsets) => serve_mcp(engine, toolsets),
+            Err(err) => report_error(&err, false),
+        },
+        Command::Tools(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
+            Ok(toolsets) => {
+                print_tools(&toolsets);
+                ExitCode::from(EXIT_OK)
+            }
+            Err(err) => report_error(&err, false),
+        },
         Command::Search(args) => {
             let json = args.json;
             let params = FileSearchParams {
@@ -308,7 +329,42 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
     }
 }
 
-fn serve_mcp(engine: Arc<Engine>) -> ExitCode {
+/// The toolsets to serve: `--toolsets`, else `[mcp] toolsets`, else the default.
+fn toolset_selection(engine: &Engine, flag: Option<&str>) -> Result<ToolsetSelection, ToolError> {
+    if let Some(list) = flag {
+        return ToolsetSelection::parse_list(list)
+            .map_err(|message| ToolError::invalid_params(&format!("--toolsets: {message}")));
+    }
+    match &engine.workspace().config().mcp.toolsets {
+        Some(names) => ToolsetSelection::parse(names).map_err(|message| {
+            ToolError::new(
+                crate::tools::ErrorCode::ConfigInvalid,
+                format!("[mcp] toolsets: {message}"),
+                "Fix filepuff.toml; every key is described in docs/configuration.md.",
+            )
+        }),
+        None => Ok(ToolsetSelection::default()),
+    }
+}
+
+/// `filepuff tools`: one line per tool, grouped by toolset, marked served or not.
+fn print_tools(toolsets: &ToolsetSelection) {
+    use std::io::Write;
+    let implemented = crate::mcp::McpServer::implemented_tools();
+    let mut out = String::new();
+    for (name, toolset) in TOOLS {
+        let state = match (toolsets.contains(*toolset), implemented.iter().any(|t| t == name)) {
+            (true, true) => "enabled",
+            (true, false) => "enabled (not in this build yet)",
+            (false, _) => "disabled",
+        };
+        out.push_str(&format!("{:<26} {:<6} {state}\n", name, toolset.name()));
+    }
+    out.push_str(&format!("\nserved toolsets: {}\n", toolsets.names().join(", ")));
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -316,7 +372,7 @@ fn serve_mcp(engine: Arc<Engine>) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(engine)) {
+    match runtime.block_on(crate::mcp::serve_stdio(engine, toolsets)) {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff mcp: {err:#}");

@@ -12,6 +12,7 @@
 //! | 4000–4099 | LSP (language servers) |
 //! | 5000–5099 | edit |
 //! | 6000–6099 | query (structural patterns) |
+//! | 8000–8099 | toolsets, the local (Octocode) tools and the file index |
 //! | 9000–9099 | internal |
 
 use schemars::JsonSchema;
@@ -62,12 +63,20 @@ pub enum ErrorCode {
     QueryPatternInvalid = 6001,
     QueryLanguageUnknown = 6002,
     QueryNameRegexInvalid = 6003,
+    ToolsetDisabled = 8001,
+    LocalBatchInvalid = 8002,
+    LocalStrategyConflict = 8003,
+    LocalNotADirectory = 8004,
+    LocalFilterInvalid = 8005,
+    IndexPathNotFound = 8010,
+    IndexUnavailable = 8011,
+    IndexQueryEmpty = 8012,
     Internal = 9001,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 45] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -104,6 +113,14 @@ impl ErrorCode {
         ErrorCode::QueryPatternInvalid,
         ErrorCode::QueryLanguageUnknown,
         ErrorCode::QueryNameRegexInvalid,
+        ErrorCode::ToolsetDisabled,
+        ErrorCode::LocalBatchInvalid,
+        ErrorCode::LocalStrategyConflict,
+        ErrorCode::LocalNotADirectory,
+        ErrorCode::LocalFilterInvalid,
+        ErrorCode::IndexPathNotFound,
+        ErrorCode::IndexUnavailable,
+        ErrorCode::IndexQueryEmpty,
         ErrorCode::Internal,
     ];
 
@@ -151,6 +168,14 @@ impl ErrorCode {
             ErrorCode::QueryPatternInvalid => "QUERY_PATTERN_INVALID",
             ErrorCode::QueryLanguageUnknown => "QUERY_LANGUAGE_UNKNOWN",
             ErrorCode::QueryNameRegexInvalid => "QUERY_NAME_REGEX_INVALID",
+            ErrorCode::ToolsetDisabled => "TOOLSET_DISABLED",
+            ErrorCode::LocalBatchInvalid => "LOCAL_BATCH_INVALID",
+            ErrorCode::LocalStrategyConflict => "LOCAL_STRATEGY_CONFLICT",
+            ErrorCode::LocalNotADirectory => "LOCAL_NOT_A_DIRECTORY",
+            ErrorCode::LocalFilterInvalid => "LOCAL_FILTER_INVALID",
+            ErrorCode::IndexPathNotFound => "INDEX_PATH_NOT_FOUND",
+            ErrorCode::IndexUnavailable => "INDEX_UNAVAILABLE",
+            ErrorCode::IndexQueryEmpty => "INDEX_QUERY_EMPTY",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -349,7 +374,7 @@ impl From<SearchError> for ToolError {
             SearchError::InvalidGlob { glob, message: detail } => ToolError::new(
                 ErrorCode::SearchInvalidGlob,
                 message,
-                "Fix the glob in [walk] exclude in filepuff.toml.",
+                "Fix the glob (the call's include/exclude/excludeDir globs, or [walk] exclude in filepuff.toml).",
             )
             .with("glob", glob)
             .with("detail", detail),

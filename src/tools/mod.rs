@@ -10,6 +10,8 @@ mod edit;
 pub mod error;
 mod file_read;
 mod file_search;
+pub mod local;
+pub mod toolsets;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
 pub use edit::{EditOutput, EditParams, edit_apply, edit_preview};
@@ -23,6 +25,7 @@ pub mod render {
     pub use super::edit::render_text as edit;
     pub use super::file_read::render_text as file_read;
     pub use super::file_search::render_text as file_search;
+    pub use super::local::render_text as local;
 }
 
 /// `ping`: health check; always `"pong"`.

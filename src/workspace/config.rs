@@ -26,6 +26,8 @@ pub struct Config {
     pub search: SearchConfig,
     pub read: ReadConfig,
     pub walk: WalkConfig,
+    pub mcp: McpConfig,
+    pub index: IndexConfig,
 }
 
 /// `[limits]`: sizes that protect memory and an agent's context.
@@ -34,6 +36,9 @@ pub struct Config {
 pub struct LimitsConfig {
     /// Largest file, in bytes, that `file_read` loads or `file_search` searches (default 16 MiB).
     pub max_file_bytes: u64,
+    /// Characters (of JSON) a list-returning tool returns per call before it stops and says how
+    /// to continue (default 40000, about 10k tokens). A batch of n queries gives each 1/n.
+    pub max_output_chars: usize,
 }
 
 /// `[search]`: defaults for `file_search`.
@@ -73,9 +78,33 @@ pub struct WalkConfig {
     pub exclude: Vec<String>,
 }
 
+/// `[mcp]`: the MCP face.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Toolsets served (`core`, `lsp`, `local`, `index`, `graph`, `all`, `default`); `None`
+    /// keeps the default (`core`, `lsp`). `--toolsets` overrides it.
+    pub toolsets: Option<Vec<String>>,
+}
+
+/// `[index]`: the file index behind `files_list`, `files_search`, `files_get_info`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Keep the index fresh with a file watcher (default true); without it, the index is rebuilt
+    /// when older than a few seconds at query time.
+    pub watch: bool,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig { watch: true }
+    }
+}
+
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_file_bytes: 16 * 1024 * 1024 }
+        LimitsConfig { max_file_bytes: 16 * 1024 * 1024, max_output_chars: 40_000 }
     }
 }
 

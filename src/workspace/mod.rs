@@ -16,7 +16,7 @@ mod config;
 
 use std::path::{Component, Path, PathBuf};
 
-pub use config::{Config, ConfigError, LimitsConfig, ReadConfig, SearchConfig, WalkConfig};
+pub use config::{Config, ConfigError, IndexConfig, LimitsConfig, McpConfig, ReadConfig, SearchConfig, WalkConfig};
 
 /// Why a path or URI from outside was refused.
 #[derive(Debug, thiserror::Error)]
