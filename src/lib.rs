@@ -5,6 +5,7 @@ pub mod cli;
 pub mod documents;
 pub mod edits;
 pub mod engine;
+pub mod index;
 pub mod mcp;
 pub mod search;
 pub mod syntax;

@@ -6,6 +6,7 @@
 //! the tool's `outputSchema`; failures are `isError` results whose `structuredContent` is a
 //! [`ToolError`] (code, name, message, context, remediation).
 
+mod index;
 mod local;
 mod toolsets;
 
@@ -55,7 +56,7 @@ impl McpServer {
 
     /// Every tool of every toolset, before filtering.
     fn all_tools() -> ToolRouter<McpServer> {
-        McpServer::tool_router() + McpServer::local_tool_router()
+        McpServer::tool_router() + McpServer::local_tool_router() + McpServer::index_tool_router()
     }
 
     #[tool(
@@ -234,6 +235,9 @@ mod tests {
                 "edit_preview",
                 "file_read",
                 "file_search",
+                "files_get_info",
+                "files_list",
+                "files_search",
                 "localFindFiles",
                 "localGetFileContent",
                 "localSearchCode",

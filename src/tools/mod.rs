@@ -10,6 +10,7 @@ mod edit;
 pub mod error;
 mod file_read;
 mod file_search;
+pub mod index;
 pub mod local;
 pub mod toolsets;
 

@@ -252,7 +252,7 @@ pub(crate) fn invalid_filter(field: &str, value: &str, accepted: &str) -> ToolEr
 }
 
 /// The length of `value` as JSON, in characters (bytes for ASCII): what the budget counts.
-pub(crate) fn json_len<T: Serialize>(value: &T) -> usize {
+pub fn json_len<T: Serialize>(value: &T) -> usize {
     serde_json::to_string(value).map_or(0, |text| text.len())
 }
 
@@ -262,7 +262,7 @@ pub(crate) fn page_count(total: usize, per_page: usize) -> usize {
 }
 
 /// `SystemTime` as ISO 8601 UTC with seconds (`2024-05-01T12:00:00Z`).
-pub(crate) fn iso8601(time: SystemTime) -> String {
+pub fn iso8601(time: SystemTime) -> String {
     let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's civil_from_days.
