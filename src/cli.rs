@@ -231,6 +231,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 regex: Some(!args.fixed_strings),
                 context_lines: args.context,
                 max_results: args.max_results,
+                offset: None,
             };
             match tools::file_search(&engine, params) {
                 Ok(output) => {
