@@ -79,19 +79,18 @@ pub fn extension(name: &str) -> Option<&str> {
     }
 }
 
-/// The MIME type: `inode/directory` for a directory; else from the extension (mime_guess's
-/// table), `text/x-<language>` for a known source language it lacks, or
-/// `application/octet-stream`.
+/// The MIME type: `inode/directory` for a directory; `text/x-<language>` for a known language
+/// that mime_guess's table lacks or calls `text/plain` (`text/x-python`, `text/x-go`); else
+/// mime_guess's type, or `application/octet-stream`.
 pub fn mime_type(path: &str, is_dir: bool) -> String {
     if is_dir {
         return "inode/directory".to_owned();
     }
-    if let Some(mime) = mime_guess::from_path(path).first_raw() {
-        return mime.to_owned();
-    }
-    match language(path) {
-        Some(language) => format!("text/x-{language}"),
-        None => "application/octet-stream".to_owned(),
+    let guess = mime_guess::from_path(path).first_raw();
+    match (guess, language(path)) {
+        (None | Some("text/plain"), Some(language)) if language != "plaintext" => format!("text/x-{language}"),
+        (Some(mime), _) => mime.to_owned(),
+        (None, _) => "application/octet-stream".to_owned(),
     }
 }
 
@@ -108,6 +107,8 @@ mod tests {
         assert_eq!(language("LICENSE"), None);
         assert_eq!(mime_type("x.json", false), "application/json");
         assert_eq!(mime_type("x.png", false), "image/png");
+        assert_eq!(mime_type("a/b.py", false), "text/x-python");
+        assert_eq!(mime_type("notes.txt", false), "text/plain");
         assert_eq!(mime_type("src", true), "inode/directory");
         assert_eq!(mime_type("LICENSE", false), "application/octet-stream");
         assert_eq!(extension(".gitignore"), None);
