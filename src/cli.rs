@@ -232,6 +232,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 context_lines: args.context,
                 max_results: args.max_results,
                 offset: None,
+                max_chars: None,
             };
             match tools::file_search(&engine, params) {
                 Ok(output) => {

@@ -31,6 +31,11 @@ pub struct FileSearchParams {
     /// where a truncated result's hint says (default 0).
     #[serde(default)]
     pub offset: Option<usize>,
+    /// Most characters of JSON to return. Default: `[limits] max_output_chars` (40000) when
+    /// max_results is not given; unbounded when it is (an explicit max_results is honoured in
+    /// full unless max_chars is also given).
+    #[serde(default)]
+    pub max_chars: Option<usize>,
 }
 
 /// Result of `file_search`.
@@ -124,7 +129,12 @@ pub fn file_search(engine: &Engine, params: FileSearchParams) -> Result<FileSear
         max_line_chars: config.max_line_chars,
     };
     let outcome = search::search(workspace, engine.documents(), &request)?;
-    Ok(output(&params, outcome, workspace.config().limits.max_output_chars))
+    let budget = match (params.max_chars, params.max_results) {
+        (Some(max_chars), _) => max_chars,
+        (None, Some(_)) => usize::MAX,
+        (None, None) => workspace.config().limits.max_output_chars,
+    };
+    Ok(output(&params, outcome, budget))
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -149,7 +159,7 @@ fn apply_offset_and_budget(files: &mut Vec<FileMatches>, offset: usize, budget: 
         let mut keep = 0;
         for hit in &file.matches {
             let len = super::local::json_len(hit);
-            if used + len > budget && (kept_files > 0 || keep > 0) {
+            if used.saturating_add(len) > budget && (kept_files > 0 || keep > 0) {
                 cut = true;
                 break;
             }
@@ -198,7 +208,11 @@ fn output(params: &FileSearchParams, outcome: SearchOutcome, budget: usize) -> F
     let hint = truncated.then(|| {
         let next = offset + returned_matches;
         let last = files.last().map(|f| format!(" (the last shown is {})", f.path)).unwrap_or_default();
-        let why = if budget_cut { format!(" (the output budget of {budget} characters was reached)") } else { String::new() };
+        let why = if budget_cut {
+            format!(" (the output budget of {budget} characters was reached; max_chars sets it)")
+        } else {
+            String::new()
+        };
         format!(
             "Showing matching lines {}-{next} of {}{why}; {} more: continue with offset={next}, or narrow the search with paths or file_types. Results are ordered by path, then line{last}.",
             offset + 1,
@@ -275,6 +289,7 @@ mod tests {
         let params = FileSearchParams {
             pattern: "needle".to_owned(),
             max_results: Some(1000),
+            max_chars: Some(40_000),
             context_lines: Some(0),
             ..Default::default()
         };

@@ -248,6 +248,7 @@ def test_a_batch_of_five_with_one_failure_answers_all_five(py_local):
     )
     statuses = [r["status"] for r in out["results"]]
     assert statuses == ["hasResults", "error", "hasResults", "empty", "hasResults"]
+    assert [r["id"] for r in out["results"]] == ["q1", "q2", "q3", "q4", "q5"]
     assert out["results"][1]["error"]["code"] == 2001
     assert out["results"][4]["data"]["files"][0]["path"] == "json/scanner.py"
 
@@ -431,3 +432,23 @@ def test_the_index_follows_changes_on_disk(tree_local, tree):
     assert [f["filePath"] for f in found["files"]] == ["src/fresh_module.py"]
     assert tree_local.ok("files_get_info", {"filePath": "src"})["fileCount"] == 4
     (root / "src" / "fresh_module.py").unlink()
+
+
+def test_file_search_default_call_is_bounded_and_continues_with_offset(py_session, py_stdlib):
+    first = py_session.call("file_search", {"pattern": "e", "paths": ["email"], "context_lines": 10})
+    assert not first.is_error
+    size = len(json.dumps(first.structured_content))
+    assert size < 45_000, size
+    data = first.structured_content
+    assert data["truncated"] is True
+    shown = data["returned_matches"]
+    assert f"offset={shown}" in data["hint"]
+    second = py_session.ok("file_search", {"pattern": "e", "paths": ["email"], "context_lines": 10, "offset": shown})
+    assert second["offset"] == shown
+    last = data["files"][-1]
+    following = second["files"][0]
+    # The second page starts right after the first page's last line (same file, or the next one).
+    if following["path"] == last["path"]:
+        assert following["matches"][0]["line"] > last["matches"][-1]["line"]
+    else:
+        assert following["path"] > last["path"]

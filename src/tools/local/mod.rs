@@ -58,6 +58,8 @@ pub struct ResearchFields {
 pub struct Batch<Q> {
     /// Each query, or why its fields did not parse.
     pub queries: Vec<Result<Q, String>>,
+    /// Each query's `id` as given (a string or number), else `q1`, `q2`, … by position.
+    pub ids: Vec<String>,
     /// Whether the call used `queries` (errors then become entries, not a failed call).
     pub batched: bool,
 }
@@ -65,7 +67,16 @@ pub struct Batch<Q> {
 impl<Q> Batch<Q> {
     /// One unbatched query.
     pub fn single(query: Q) -> Batch<Q> {
-        Batch { queries: vec![Ok(query)], batched: false }
+        Batch { queries: vec![Ok(query)], ids: vec!["q1".to_owned()], batched: false }
+    }
+}
+
+/// A query object's `id` as text, else `q<position>`.
+fn query_id(query: &Value, position: usize) -> String {
+    match query.get("id") {
+        Some(Value::String(id)) => id.clone(),
+        Some(Value::Number(id)) => id.to_string(),
+        _ => format!("q{}", position + 1),
     }
 }
 
@@ -74,10 +85,13 @@ impl<'de, Q: DeserializeOwned> Deserialize<'de> for Batch<Q> {
         let mut object = Map::<String, Value>::deserialize(deserializer)?;
         match object.remove("queries") {
             None | Some(Value::Null) => {
-                let query = Q::deserialize(Value::Object(object)).map_err(D::Error::custom)?;
-                Ok(Batch { queries: vec![Ok(query)], batched: false })
+                let object = Value::Object(object);
+                let ids = vec![query_id(&object, 0)];
+                let query = Q::deserialize(object).map_err(D::Error::custom)?;
+                Ok(Batch { queries: vec![Ok(query)], ids, batched: false })
             }
             Some(Value::Array(items)) => Ok(Batch {
+                ids: items.iter().enumerate().map(|(idx, item)| query_id(item, idx)).collect(),
                 queries: items.into_iter().map(|item| Q::deserialize(item).map_err(|err| err.to_string())).collect(),
                 batched: true,
             }),
@@ -131,6 +145,8 @@ pub enum QueryStatus {
 /// The answer to one query.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct QueryResult<R> {
+    /// The query's `id`, or `q1`, `q2`, … by position (as Octocode answers).
+    pub id: String,
     /// `hasResults`, `empty` or `error`.
     pub status: QueryStatus,
     /// The tool's result (absent on error).
@@ -192,9 +208,11 @@ where
         })
     };
     let mut results = Vec::with_capacity(n);
-    for outcome in outcomes {
+    for (idx, outcome) in outcomes.into_iter().enumerate() {
+        let id = batch.ids.get(idx).cloned().unwrap_or_else(|| format!("q{}", idx + 1));
         match outcome {
             Ok(answer) => results.push(QueryResult {
+                id,
                 status: if answer.has_results { QueryStatus::HasResults } else { QueryStatus::Empty },
                 data: Some(answer.data),
                 error: None,
@@ -203,7 +221,7 @@ where
             Err(err) if !batch.batched => return Err(err),
             Err(err) => {
                 let hints = vec![err.remediation.clone()];
-                results.push(QueryResult { status: QueryStatus::Error, data: None, error: Some(err), hints });
+                results.push(QueryResult { id, status: QueryStatus::Error, data: None, error: Some(err), hints });
             }
         }
     }
