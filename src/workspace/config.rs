@@ -155,6 +155,9 @@ mod tests {
         assert_eq!(config.search.max_results, 7);
         assert_eq!(config.search.context_lines, 2);
         assert_eq!(config.walk.exclude, vec!["vendor/".to_owned()]);
+        let config = Config::parse("[mcp]\ntoolsets = [\"core\", \"local\"]\n[index]\nwatch = false\n").unwrap();
+        assert_eq!(config.mcp.toolsets, Some(vec!["core".to_owned(), "local".to_owned()]));
+        assert!(!config.index.watch && config.limits.max_output_chars == 40_000);
         let err = Config::parse("[search]\nmax_result = 7\n").unwrap_err();
         assert!(err.contains("max_result"), "{err}");
     }

@@ -452,3 +452,23 @@ def test_file_search_default_call_is_bounded_and_continues_with_offset(py_sessio
         assert following["matches"][0]["line"] > last["matches"][-1]["line"]
     else:
         assert following["path"] > last["path"]
+
+
+def test_the_config_file_chooses_toolsets_and_the_flag_wins(tmp_path):
+    root = tmp_path / "cfg"
+    root.mkdir()
+    (root / "filepuff.toml").write_text('[mcp]\ntoolsets = ["index", "local"]\n')
+    (root / "a.txt").write_text("hello\n")
+    from_config = McpSession(root, tmp_path / "config.log").start()
+    try:
+        assert {t.name for t in from_config.list_tools().tools} == LOCAL_TOOLS | INDEX_TOOLS
+        error, _ = from_config.error("file_search", {"pattern": "hello"})
+        assert error["code"] == 8001 and error["context"]["toolset"] == "core"
+    finally:
+        _close_session(from_config)
+    from_flag = _session(root, tmp_path, "core")
+    try:
+        assert "file_search" in {t.name for t in from_flag.list_tools().tools}
+        assert "files_list" not in {t.name for t in from_flag.list_tools().tools}
+    finally:
+        _close_session(from_flag)
