@@ -270,6 +270,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 name_exact: args.name_exact,
                 kind_in: args.kind_in,
                 max_results: args.max_results,
+                offset: None,
             };
             match tools::ast_query(&engine, params) {
                 Ok(output) => {

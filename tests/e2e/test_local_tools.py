@@ -472,3 +472,18 @@ def test_the_config_file_chooses_toolsets_and_the_flag_wins(tmp_path):
         assert "files_list" not in {t.name for t in from_flag.list_tools().tools}
     finally:
         _close_session(from_flag)
+
+
+def test_ast_query_default_call_is_bounded_and_continues_with_offset(go_session):
+    args = {"pattern": "func ($R $T) $NAME($$$ARGS) { $$$BODY }", "language": "go", "paths": ["net/http"]}
+    first = go_session.call("ast_query", args)
+    assert not first.is_error
+    assert len(json.dumps(first.structured_content)) < 45_000
+    data = first.structured_content
+    assert data["truncated"] is True and data["total_matches"] > len(data["matches"])
+    shown = len(data["matches"])
+    assert any(f"offset={shown}" in note for note in data["notes"]), data["notes"]
+    second = go_session.ok("ast_query", {**args, "offset": shown, "max_results": 5})
+    full = go_session.ok("ast_query", {**args, "max_results": shown + 5})
+    key = lambda m: (m["file"], m["start_line"], m["start_column"])
+    assert [key(m) for m in second["matches"]] == [key(m) for m in full["matches"][shown:]]
