@@ -133,11 +133,12 @@ where
                 visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(resolved.absolute.clone());
                 return WalkState::Continue;
             }
-            if entry.metadata().is_ok_and(|m| m.len() > config.limits.max_file_bytes) {
-                return WalkState::Continue;
-            }
+            // No stat per file: read at most one byte past the limit and skip what overflows.
+            let limit = config.limits.max_file_bytes;
             buffer.clear();
-            if std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut buffer)).is_err() {
+            let read =
+                std::fs::File::open(path).and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut buffer));
+            if read.is_err() || buffer.len() as u64 > limit {
                 return WalkState::Continue;
             }
             files_visited.fetch_add(1, Ordering::Relaxed);
