@@ -282,7 +282,7 @@ def test_get_file_content_windows_lines_and_matches(py_local, py_stdlib):
 
     matched = only(py_local.ok("localGetFileContent", {"path": "json/decoder.py", "matchString": "def raw_decode", "matchStringContextLines": 2}))
     expected_lines = [i + 1 for i, line in enumerate(lines) if "def raw_decode" in line]
-    assert matched["data"]["matchingLines"] == expected_lines
+    assert matched["data"]["matchedLines"] == expected_lines
     n = expected_lines[0]
     assert matched["data"]["content"] == "\n".join(lines[n - 3:n + 2])
 

@@ -79,7 +79,7 @@ pub struct GetFileContentResult {
     pub match_count: Option<usize>,
     /// matchString: the matching lines shown (1-based).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub matching_lines: Vec<usize>,
+    pub matched_lines: Vec<usize>,
     /// matchString: the slices shown, as 1-based inclusive line ranges.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_ranges: Vec<LineRange>,
@@ -91,12 +91,13 @@ pub struct GetFileContentResult {
     pub buffer_version: Option<i32>,
 }
 
-/// A 1-based inclusive line range.
+/// A 1-based inclusive line range (Octocode's `{start, end}`).
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct LineRange {
-    pub start_line: usize,
-    pub end_line: usize,
+    /// First line, 1-based.
+    pub start: usize,
+    /// Last line, 1-based, inclusive.
+    pub end: usize,
 }
 
 /// A byte window (Octocode names these char*, but they count bytes).
@@ -173,7 +174,7 @@ fn read_one(
         end_line: None,
         is_partial: false,
         match_count: None,
-        matching_lines: Vec::new(),
+        matched_lines: Vec::new(),
         match_ranges: Vec::new(),
         pagination: None,
         buffer_version,
@@ -404,8 +405,8 @@ fn by_match(
         }
         used += slice.len() + 5;
         parts.push(slice.to_owned());
-        result.match_ranges.push(LineRange { start_line: from, end_line: to });
-        result.matching_lines.extend(in_range);
+        result.match_ranges.push(LineRange { start: from, end: to });
+        result.matched_lines.extend(in_range);
     }
     result.content = parts.join("\n...\n");
     if result.content.len() > budget {
@@ -413,12 +414,12 @@ fn by_match(
         result.content.truncate(cut);
         hints.push(format!("The slice was cut at the output budget ({budget} bytes); lower matchStringContextLines."));
     }
-    let shown = result.matching_lines.len();
+    let shown = result.matched_lines.len();
     hints.push(format!(
         "Found {} matching line{} ({}), ±{context} lines of context each.",
         matching.len(),
         if matching.len() == 1 { "" } else { "s" },
-        compact_lines(&result.matching_lines)
+        compact_lines(&result.matched_lines)
     ));
     if result.match_ranges.len() < total_ranges {
         let next = matching[shown];

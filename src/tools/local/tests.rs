@@ -42,7 +42,7 @@ fn search_and_read_see_the_unsaved_buffer() {
     let read = local_get_file_content(&engine, batch(json!({"path": "a.go", "matchString": "inbuffer"}))).unwrap();
     let data = read.results[0].data.as_ref().unwrap();
     assert_eq!(data.buffer_version, Some(7));
-    assert_eq!(data.matching_lines, vec![3]);
+    assert_eq!(data.matched_lines, vec![3]);
     assert!(data.content.contains("func inBuffer() {}"), "{}", data.content);
 }
 
