@@ -487,3 +487,54 @@ def test_ast_query_default_call_is_bounded_and_continues_with_offset(go_session)
     full = go_session.ok("ast_query", {**args, "max_results": shown + 5})
     key = lambda m: (m["file"], m["start_line"], m["start_column"])
     assert [key(m) for m in second["matches"]] == [key(m) for m in full["matches"][shown:]]
+
+
+def test_search_code_globs_excluded_dirs_and_multiline(py_local, py_stdlib):
+    files = [
+        p for p in walk_files(py_stdlib, "email")
+        if p.endswith(".py") and not Path(p).name.startswith("_") and "/mime/" not in p
+    ]
+    # smartCase: a lower-case pattern matches case-insensitively.
+    expected = {p: len(re.findall(rb"(?i)return", (py_stdlib / p).read_bytes())) for p in files}
+    expected = {p: n for p, n in expected.items() if n}
+    data = only(py_local.ok(
+        "localSearchCode",
+        {"pattern": "return", "path": "email", "include": ["*.py"], "exclude": ["_*"], "excludeDir": ["mime"],
+         "filesPerPage": 20, "matchesPerPage": 1},
+    ))["data"]
+    assert data["totalFiles"] == len(expected)
+    assert data["totalMatches"] == sum(expected.values())
+    assert [f["path"] for f in data["files"]] == sorted(expected)[:20]
+
+    raw = (py_stdlib / "json/decoder.py").read_bytes()
+    pattern = r'raw_decode\(self, s, idx=0\):\n\s+"""Decode'
+    [m] = list(re.finditer(pattern.encode(), raw))
+    multi = only(py_local.ok("localSearchCode", {"pattern": pattern, "path": "json/decoder.py", "multiline": True}))["data"]
+    [hit] = multi["files"][0]["matches"]
+    assert hit["location"] == {"charOffset": m.start(), "charLength": m.end() - m.start()}
+    assert hit["line"] == raw[: m.start()].count(b"\n") + 1
+    assert hit["value"].split("\n")[1].strip().startswith('"""Decode')
+
+
+def test_ignored_and_hidden_files_need_no_ignore_and_hidden(workspace, tmp_path_factory):
+    from conftest import MARKER
+
+    session = _session(workspace.root, tmp_path_factory.mktemp("local-ws"), "local")
+    try:
+        default = only(session.ok("localSearchCode", {"pattern": MARKER, "path": "", "filesOnly": True}))["data"]
+        paths = [f["path"] for f in default["files"]]
+        assert "ignored.txt" not in paths and ".hidden.txt" not in paths and "hello.txt" in paths
+        no_ignore = only(session.ok("localSearchCode", {"pattern": MARKER, "path": "", "filesOnly": True, "noIgnore": True}))["data"]
+        assert "ignored.txt" in [f["path"] for f in no_ignore["files"]]
+        names = [e["name"] for e in only(session.ok("localViewStructure", {"path": ""}))["data"]["entries"]]
+        hidden = [e["name"] for e in only(session.ok("localViewStructure", {"path": "", "hidden": True}))["data"]["entries"]]
+        assert ".hidden.txt" not in names and ".hidden.txt" in hidden and ".git" not in hidden
+        listed = sorted(
+            n for n in os.listdir(workspace.root)
+            if not n.startswith(".") and n != "ignored.txt"
+        )
+        assert names == listed
+        txt = [e["name"] for e in only(session.ok("localViewStructure", {"path": "", "extensions": ["txt"], "filesOnly": True, "pattern": "*l*"}))["data"]["entries"]]
+        assert txt == sorted(n for n in listed if n.endswith(".txt") and "l" in n and (workspace.root / n).is_file() and not (workspace.root / n).is_symlink())
+    finally:
+        _close_session(session)

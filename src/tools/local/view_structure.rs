@@ -38,7 +38,7 @@ pub struct ViewStructureQuery {
     /// Only entries whose name matches: a glob if it has * ? or [, else a case-insensitive substring.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// Only files.
+    /// Only regular files (no directories, no symlinks).
     #[serde(default)]
     pub files_only: bool,
     /// Only directories.
@@ -176,7 +176,7 @@ fn view_one(
     let options = WalkOptions { hidden: query.hidden.then_some(true), max_depth: Some(depth), ..Default::default() };
     let mut entries: Vec<Entry> = walk_entries(engine, &root, &options)?
         .into_iter()
-        .filter(|e| !(query.files_only && e.kind == EntryKind::Directory))
+        .filter(|e| !(query.files_only && e.kind != EntryKind::File))
         .filter(|e| !(query.directories_only && e.kind != EntryKind::Directory))
         .filter(|e| pattern.as_ref().is_none_or(|p| p.matches(&e.name)))
         .filter(|e| {
