@@ -59,16 +59,29 @@ pub struct TermIndex {
     words: Vec<String>,
     /// Per term: (document, occurrences, whether in the file name).
     postings: Vec<Vec<(u32, u16, bool)>>,
+    /// Terms in each document (0 for a removed one).
     lengths: Vec<u16>,
-    average_length: f64,
+    /// Each document's distinct terms, to remove it.
+    doc_terms: Vec<Vec<u32>>,
+    live_docs: usize,
+    total_length: usize,
 }
 
 impl TermIndex {
-    /// Indexes `paths` (root-relative, `/`-separated).
+    /// Indexes `paths` (root-relative, `/`-separated); document ids are their positions.
     pub fn build<'a>(paths: impl Iterator<Item = &'a str>) -> TermIndex {
         let mut index = TermIndex::default();
-        let mut total = 0usize;
-        for (doc, path) in paths.enumerate() {
+        for path in paths {
+            index.add(path);
+        }
+        index
+    }
+
+    /// Adds a document; returns its id (the next position).
+    pub fn add(&mut self, path: &str) -> u32 {
+        let index = self;
+        let doc = index.lengths.len();
+        {
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
             let mut counts: HashMap<u32, (u16, bool)> = HashMap::new();
             let mut length = 0u16;
@@ -90,14 +103,35 @@ impl TermIndex {
                 entry.0 = entry.0.saturating_add(1);
                 entry.1 |= in_name;
             }
+            let mut ids = Vec::with_capacity(counts.len());
             for (id, (tf, in_name)) in counts {
                 index.postings[id as usize].push((doc as u32, tf, in_name));
+                ids.push(id);
             }
-            total += usize::from(length);
+            index.total_length += usize::from(length);
             index.lengths.push(length);
+            index.doc_terms.push(ids);
+            index.live_docs += 1;
         }
-        index.average_length = if index.lengths.is_empty() { 1.0 } else { total as f64 / index.lengths.len() as f64 };
-        index
+        doc as u32
+    }
+
+    /// Removes a document (its id is not reused).
+    pub fn remove(&mut self, doc: u32) {
+        let Some(ids) = self.doc_terms.get_mut(doc as usize).map(std::mem::take) else { return };
+        if ids.is_empty() && self.lengths[doc as usize] == 0 {
+            return;
+        }
+        for id in ids {
+            self.postings[id as usize].retain(|p| p.0 != doc);
+        }
+        self.total_length -= usize::from(self.lengths[doc as usize]);
+        self.lengths[doc as usize] = 0;
+        self.live_docs -= 1;
+    }
+
+    fn average_length(&self) -> f64 {
+        if self.live_docs == 0 { 1.0 } else { self.total_length as f64 / self.live_docs as f64 }
     }
 
     /// Scores every document matching at least one query term: (document, score in 0–1).
@@ -107,7 +141,8 @@ impl TermIndex {
         if query_terms.is_empty() {
             return None;
         }
-        let n = self.lengths.len() as f64;
+        let n = self.live_docs as f64;
+        let average_length = self.average_length();
         let mut scores: HashMap<u32, f64> = HashMap::new();
         let mut total_weight = 0.0;
         for q in &query_terms {
@@ -132,7 +167,7 @@ impl TermIndex {
                 for &(doc, tf, in_name) in &self.postings[id as usize] {
                     let length = f64::from(self.lengths[doc as usize]);
                     let tf = f64::from(tf);
-                    let sat = (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / self.average_length))).min(1.0);
+                    let sat = (tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average_length))).min(1.0);
                     let field = if in_name { 1.0 } else { 0.8 };
                     let value = quality * field * sat;
                     let slot = best.entry(doc).or_insert(0.0);
@@ -232,5 +267,26 @@ mod tests {
         assert!(hits.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
         assert!(hits[0].1 > 0.8, "{hits:?}");
         assert!(index.search("../").is_none());
+    }
+
+    #[test]
+    fn removing_and_adding_documents_matches_a_fresh_build() {
+        let mut index = TermIndex::build(["a/http/server.go", "b/rpc/server.go", "c/json/decode.go"].into_iter());
+        index.remove(1);
+        let added = index.add("d/http/client.go");
+        let fresh = TermIndex::build(["a/http/server.go", "c/json/decode.go", "d/http/client.go"].into_iter());
+        let mut got: Vec<(u32, f64)> = index.search("http server").unwrap();
+        let mut want: Vec<(u32, f64)> = fresh.search("http server").unwrap();
+        got.sort_by_key(|(doc, _)| *doc);
+        want.sort_by_key(|(doc, _)| *doc);
+        let remap = |doc: u32| match doc {
+            0 => 0,
+            2 => 1,
+            d if d == added => 2,
+            d => panic!("removed document {d} found"),
+        };
+        let got: Vec<(u32, String)> = got.into_iter().map(|(d, s)| (remap(d), format!("{s:.6}"))).collect();
+        let want: Vec<(u32, String)> = want.into_iter().map(|(d, s)| (d, format!("{s:.6}"))).collect();
+        assert_eq!(got, want);
     }
 }
