@@ -200,7 +200,7 @@ async def bench_index():
             print(f"   {tool} {args}: median {statistics.median(times) * 1000:.1f} ms{top}")
         print(f"   RSS after queries: {rss_kib(TREE) / 1024:.1f} MiB")
         # A change on disk: the watcher marks the directory dirty; the next call rescans it and
-        # re-derives counts and terms before answering.
+        # updates counts and terms in place before answering.
         times = []
         for i in range(RUNS):
             fresh = TREE / "copy1" / "net" / f"bench_fresh_{i}.go"
@@ -210,7 +210,7 @@ async def bench_index():
             times.append(t)
             fresh.unlink()
             assert result.structured_content["results"][0]["filePath"].endswith(f"bench_fresh_{i}.go"), result
-        print(f"   files_search right after a file was created (rescan + re-derive): median {statistics.median(times) * 1000:.0f} ms")
+        print(f"   files_search right after a file was created (rescan + in-place update): median {statistics.median(times) * 1000:.0f} ms")
 
 
 def main():
