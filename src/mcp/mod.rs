@@ -46,6 +46,7 @@ impl McpServer {
     /// A server over `engine` serving the tools of `toolsets` only.
     pub fn with_toolsets(engine: Arc<Engine>, toolsets: ToolsetSelection) -> McpServer {
         let tool_router = toolsets::filter(McpServer::all_tools(), &toolsets);
+        toolsets::warm_up(&engine, &toolsets);
         McpServer { engine, tool_router, toolsets }
     }
 

@@ -2,11 +2,14 @@
 //! toolsets (so they are neither listed nor served, whichever router they came from), and a call
 //! to one of them gets a typed error naming the toolset to enable.
 
+use std::sync::Arc;
+
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use super::McpServer;
-use crate::tools::toolsets::{ToolsetSelection, toolset_of};
+use crate::engine::Engine;
+use crate::tools::toolsets::{Toolset, ToolsetSelection, toolset_of};
 use crate::tools::{ErrorCode, ToolError};
 
 /// Removes every route whose tool is not served by `selection`.
@@ -42,4 +45,21 @@ pub(crate) fn disabled_tool_result(selection: &ToolsetSelection, name: &str) -> 
     let mut result = CallToolResult::structured_error(err.to_json());
     result.content = vec![ContentBlock::text(err.to_string())];
     Some(result)
+}
+
+/// Starts building the file index in the background when the `index` toolset is served, so the
+/// first `files_*` call does not pay for the walk (a call that arrives first waits for it).
+pub(crate) fn warm_up(engine: &Arc<Engine>, selection: &ToolsetSelection) {
+    if !selection.contains(Toolset::Index) {
+        return;
+    }
+    let engine = engine.clone();
+    let spawned = std::thread::Builder::new().name("file-index".to_owned()).spawn(move || {
+        if let Err(err) = engine.file_index() {
+            tracing::warn!("file index: {err}");
+        }
+    });
+    if let Err(err) = spawned {
+        tracing::warn!("file index: cannot start the build thread: {err}");
+    }
 }
