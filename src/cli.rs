@@ -12,6 +12,7 @@ mod graph;
 
 use crate::edits::Operation;
 use crate::engine::Engine;
+use crate::tools::toolsets::{TOOLS, ToolsetSelection};
 use crate::tools::{
     self, AstQueryParams, EditParams, FileReadParams, FileSearchParams, PositionParams, ReferencesParams, ToolError,
 };
@@ -31,7 +32,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdin/stdout (register this command with your MCP client).
-    Mcp,
+    Mcp(McpArgs),
+    /// List every tool with its toolset and whether this configuration serves it.
+    Tools(McpArgs),
     /// Search file contents (the file_search tool).
     Search(SearchArgs),
     /// Read a file, or its symbol outline (the file_read tool).
@@ -112,6 +115,14 @@ pub struct RefsArgs {
     /// Leave the declaration out.
     #[arg(long)]
     pub no_declaration: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// Toolsets to serve, comma-separated: core, lsp, local, index, graph, all, default
+    /// (default: `[mcp] toolsets` in filepuff.toml, else core,lsp).
+    #[arg(long, value_name = "LIST")]
+    pub toolsets: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -266,7 +277,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     let json = match &cli.command {
-        Command::Mcp => false,
+        Command::Mcp(_) | Command::Tools(_) => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
@@ -284,7 +295,17 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
-        Command::Mcp => serve_mcp(engine),
+        Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
+            Ok(toolsets) => serve_mcp(engine, toolsets),
+            Err(err) => report_error(&err, false),
+        },
+        Command::Tools(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
+            Ok(toolsets) => {
+                print_tools(&toolsets);
+                ExitCode::from(EXIT_OK)
+            }
+            Err(err) => report_error(&err, false),
+        },
         Command::Graph(args) => graph::run(&engine, args),
         Command::Search(args) => {
             let json = args.json;
@@ -296,6 +317,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 regex: Some(!args.fixed_strings),
                 context_lines: args.context,
                 max_results: args.max_results,
+                offset: None,
+                max_chars: None,
             };
             match tools::file_search(&engine, params) {
                 Ok(output) => {
@@ -333,6 +356,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 name_exact: args.name_exact,
                 kind_in: args.kind_in,
                 max_results: args.max_results,
+                offset: None,
             };
             match tools::ast_query(&engine, params) {
                 Ok(output) => {
@@ -486,7 +510,42 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
     }
 }
 
-fn serve_mcp(engine: Arc<Engine>) -> ExitCode {
+/// The toolsets to serve: `--toolsets`, else `[mcp] toolsets`, else the default.
+fn toolset_selection(engine: &Engine, flag: Option<&str>) -> Result<ToolsetSelection, ToolError> {
+    if let Some(list) = flag {
+        return ToolsetSelection::parse_list(list)
+            .map_err(|message| ToolError::invalid_params(&format!("--toolsets: {message}")));
+    }
+    match &engine.workspace().config().mcp.toolsets {
+        Some(names) => ToolsetSelection::parse(names).map_err(|message| {
+            ToolError::new(
+                crate::tools::ErrorCode::ConfigInvalid,
+                format!("[mcp] toolsets: {message}"),
+                "Fix filepuff.toml; every key is described in docs/configuration.md.",
+            )
+        }),
+        None => Ok(ToolsetSelection::default()),
+    }
+}
+
+/// `filepuff tools`: one line per tool, grouped by toolset, marked served or not.
+fn print_tools(toolsets: &ToolsetSelection) {
+    use std::io::Write;
+    let implemented = crate::mcp::McpServer::implemented_tools();
+    let mut out = String::new();
+    for (name, toolset) in TOOLS {
+        let state = match (toolsets.contains(*toolset), implemented.iter().any(|t| t == name)) {
+            (true, true) => "enabled",
+            (true, false) => "enabled (not in this build yet)",
+            (false, _) => "disabled",
+        };
+        out.push_str(&format!("{:<26} {:<6} {state}\n", name, toolset.name()));
+    }
+    out.push_str(&format!("\nserved toolsets: {}\n", toolsets.names().join(", ")));
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -494,7 +553,7 @@ fn serve_mcp(engine: Arc<Engine>) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(engine)) {
+    match runtime.block_on(crate::mcp::serve_stdio(engine, toolsets)) {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff mcp: {err:#}");

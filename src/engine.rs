@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use crate::backends::Backends;
 use crate::documents::DocumentStore;
 use crate::graph::{GraphError, GraphStore};
+use crate::index::FileIndex;
+use crate::search::SearchError;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
 
@@ -23,6 +25,8 @@ pub struct Engine {
     backends: Backends,
     /// The knowledge graph, opened by the first graph tool call (other tools never touch it).
     graph: Mutex<Option<Arc<GraphStore>>>,
+    /// The file index, built on first use.
+    index: Mutex<Option<Arc<FileIndex>>>,
 }
 
 impl Engine {
@@ -35,6 +39,7 @@ impl Engine {
             syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY),
             backends,
             graph: Mutex::new(None),
+            index: Mutex::new(None),
         }
     }
 
@@ -51,6 +56,23 @@ impl Engine {
     /// The language servers.
     pub fn backends(&self) -> &Backends {
         &self.backends
+    }
+
+    /// The file index, built (and its watcher started) on first use, with pending changes
+    /// applied. Errors: the walk's, when the index cannot be built.
+    pub fn file_index(&self) -> Result<Arc<FileIndex>, SearchError> {
+        let mut slot = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match &*slot {
+            Some(index) => index.clone(),
+            None => {
+                let index = Arc::new(FileIndex::build(&self.workspace)?);
+                *slot = Some(index.clone());
+                return Ok(index);
+            }
+        };
+        drop(slot);
+        index.refresh(&self.workspace);
+        Ok(index)
     }
 
     /// The parse-tree cache.

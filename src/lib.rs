@@ -7,6 +7,7 @@ pub mod documents;
 pub mod edits;
 pub mod engine;
 pub mod graph;
+pub mod index;
 pub mod mcp;
 pub mod search;
 pub mod syntax;

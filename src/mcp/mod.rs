@@ -7,6 +7,9 @@
 //! [`ToolError`] (code, name, message, context, remediation).
 
 mod graph;
+mod index;
+mod local;
+mod toolsets;
 
 use std::sync::Arc;
 
@@ -20,6 +23,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::engine::Engine;
+use crate::tools::toolsets::ToolsetSelection;
 use crate::tools::{
     self, AstQueryOutput, AstQueryParams, CallHierarchyOutput, CallHierarchyParams, DefinitionOutput,
     DiagnosticsOutput, DiagnosticsParams, DocumentSymbolsOutput, DocumentSymbolsParams, EditOutput, EditParams,
@@ -33,13 +37,34 @@ use crate::tools::{
 pub struct McpServer {
     engine: Arc<Engine>,
     tool_router: ToolRouter<McpServer>,
+    toolsets: ToolsetSelection,
 }
 
 #[tool_router]
 impl McpServer {
-    /// A server over `engine`.
+    /// A server over `engine` serving the default toolsets.
     pub fn new(engine: Arc<Engine>) -> McpServer {
-        McpServer { engine, tool_router: McpServer::tool_router() + McpServer::graph_tool_router() }
+        McpServer::with_toolsets(engine, ToolsetSelection::default())
+    }
+
+    /// A server over `engine` serving the tools of `toolsets` only.
+    pub fn with_toolsets(engine: Arc<Engine>, toolsets: ToolsetSelection) -> McpServer {
+        let tool_router = toolsets::filter(McpServer::all_tools(), &toolsets);
+        toolsets::warm_up(&engine, &toolsets);
+        McpServer { engine, tool_router, toolsets }
+    }
+
+    /// The names of the tools this build implements (whatever the selection).
+    pub fn implemented_tools() -> Vec<String> {
+        McpServer::all_tools().list_all().into_iter().map(|tool| tool.name.to_string()).collect()
+    }
+
+    /// Every tool of every toolset, before filtering.
+    fn all_tools() -> ToolRouter<McpServer> {
+        McpServer::tool_router()
+            + McpServer::graph_tool_router()
+            + McpServer::local_tool_router()
+            + McpServer::index_tool_router()
     }
 
     #[tool(
@@ -205,6 +230,18 @@ impl McpServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for McpServer {
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if let Some(refused) = toolsets::disabled_tool_result(&self.toolsets, &request.name) {
+            return Ok(rmcp::model::CallToolResponse::Complete(refused));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(
@@ -272,9 +309,9 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Serves MCP over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(engine: Arc<Engine>) -> anyhow::Result<()> {
-    let service = McpServer::new(engine).serve(rmcp::transport::stdio()).await?;
+/// Serves MCP over stdin/stdout, with the tools of `toolsets`, until the client disconnects.
+pub async fn serve_stdio(engine: Arc<Engine>, toolsets: ToolsetSelection) -> anyhow::Result<()> {
+    let service = McpServer::with_toolsets(engine, toolsets).serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }
@@ -289,7 +326,7 @@ mod tests {
     /// output schemas, annotations). Regenerate with `UPDATE_SNAPSHOTS=1 cargo test`.
     #[test]
     fn tool_list_matches_the_snapshot() {
-        let mut tools = (McpServer::tool_router() + McpServer::graph_tool_router()).list_all();
+        let mut tools = McpServer::all_tools().list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/mcp_tools.json");
@@ -315,6 +352,9 @@ mod tests {
                 "edit_preview",
                 "file_read",
                 "file_search",
+                "files_get_info",
+                "files_list",
+                "files_search",
                 "find_definition",
                 "find_next_tasks",
                 "find_references",
@@ -323,6 +363,10 @@ mod tests {
                 "get_implementation_plan",
                 "get_project_status",
                 "hover",
+                "localFindFiles",
+                "localGetFileContent",
+                "localSearchCode",
+                "localViewStructure",
                 "ping",
                 "prepare_context",
                 "rename_symbol",

@@ -11,17 +11,20 @@
 
 mod sink;
 pub mod structural;
+mod visit;
 
-use std::collections::{BTreeMap, HashSet};
-use std::io::Read;
+pub(crate) use visit::walk_with;
+pub use visit::{VisitStats, WalkOptions, for_each_text};
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use ignore::types::{Types, TypesBuilder};
-use ignore::{WalkBuilder, WalkState};
 
 use crate::documents::DocumentStore;
 use crate::workspace::{ResolvedPath, Workspace};
@@ -114,73 +117,27 @@ pub fn search(
 ) -> Result<SearchOutcome, SearchError> {
     let matcher = build_matcher(request)?;
     let types = build_types(&request.file_types)?;
-    let config = workspace.config();
     let roots = walk_roots(workspace, &request.paths);
 
-    let walk = build_walk(workspace, &roots, Some(types.clone()))?;
     let collector = Collector::new(request.max_results);
-    let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
-    let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
-    let files_searched = std::sync::atomic::AtomicUsize::new(0);
-
-    walk.build_parallel().run(|| {
-        let mut searcher = build_searcher(request.context_lines);
-        let mut buffer = Vec::new();
-        let matcher = matcher.clone();
-        let collector = &collector;
-        let open_paths = &open_paths;
-        let visited_open = &visited_open;
-        let files_searched = &files_searched;
-        Box::new(move |entry| {
-            let Ok(entry) = entry else { return WalkState::Continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
-            let path = entry.path();
-            let Some(resolved) = resolve_walked(workspace, path, config.walk.follow_symlinks) else {
-                return WalkState::Continue;
-            };
-            if open_paths.contains(&resolved.absolute) {
-                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(resolved.absolute.clone());
-                return WalkState::Continue;
-            }
-            if entry.metadata().is_ok_and(|m| m.len() > config.limits.max_file_bytes) {
-                return WalkState::Continue;
-            }
-            files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            buffer.clear();
-            if std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut buffer)).is_err() {
-                return WalkState::Continue;
-            }
-            normalise_lone_cr(&mut buffer);
+    let stats = visit::for_each_text(
+        workspace,
+        documents,
+        &roots,
+        Some(types),
+        &WalkOptions::default(),
+        || build_searcher(request.context_lines),
+        |searcher, resolved, buffer_version, bytes| {
             let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
-            if searcher.search_slice(&matcher, &buffer, &mut file_sink).is_ok() {
-                collector.add(resolved, None, file_sink);
+            if searcher.search_slice(&matcher, bytes, &mut file_sink).is_ok() {
+                collector.add(resolved, buffer_version, file_sink);
             }
-            WalkState::Continue
-        })
-    });
-
-    // Open buffers: searched in their live text, whether or not the walk met them on disk.
-    let mut searcher = build_searcher(request.context_lines);
-    for path in open_paths {
-        let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);
-        if !walked && !buffer_in_scope(&path, &roots, &types) {
-            continue;
-        }
-        let Some(document) = documents.get(&path) else { continue };
-        let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
-        files_searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut text = document.text.to_string().into_bytes();
-        normalise_lone_cr(&mut text);
-        let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
-        if searcher.search_slice(&matcher, &text, &mut file_sink).is_ok() {
-            collector.add(resolved, Some(document.version), file_sink);
-        }
-    }
+            true
+        },
+    )?;
 
     let mut outcome = collector.finish();
-    outcome.files_searched = files_searched.into_inner();
+    outcome.files_searched = stats.files_visited;
     Ok(outcome)
 }
 
@@ -288,7 +245,7 @@ const TYPE_ALIASES: &[(&str, &str)] = &[
 ];
 
 /// ripgrep's file types (`ignore`'s defaults), selected by name.
-fn build_types(names: &[String]) -> Result<Types, SearchError> {
+pub(crate) fn build_types(names: &[String]) -> Result<Types, SearchError> {
     let mut builder = TypesBuilder::new();
     builder.add_defaults();
     let known: Vec<String> = builder.definitions().into_iter().map(|d| d.name().to_owned()).collect();
@@ -310,10 +267,6 @@ pub(crate) fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks
         return workspace.resolved_from_walk(&real);
     }
     workspace.resolved_from_walk(path)
-}
-
-fn buffer_in_scope(path: &Path, roots: &[PathBuf], types: &Types) -> bool {
-    roots.iter().any(|root| path.starts_with(root)) && !types.matched(path, false).is_ignore()
 }
 
 /// Gathers per-file results from the walker threads, keeping only what can still be returned.

@@ -40,6 +40,9 @@ pub struct AstQueryParams {
     pub kind_in: Vec<String>,
     /// Matches to return (default 100); totals count all.
     pub max_results: Option<usize>,
+    /// Matches to skip first, in result order (file, then position), to continue a cut result.
+    #[serde(default)]
+    pub offset: Option<usize>,
 }
 
 /// Result of `ast_query`.
@@ -158,7 +161,8 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
             && params.name_exact.as_ref().is_none_or(|exact| m.name.as_ref() == Some(exact))
             && name_regex.as_ref().is_none_or(|re| m.name.as_deref().is_some_and(|name| re.is_match(name)))
     };
-    let max_results = params.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+    let offset = params.offset.unwrap_or(0);
+    let max_results = params.max_results.unwrap_or(DEFAULT_MAX_RESULTS).saturating_add(offset);
     let request = StructuralRequest { query: &query, paths, keep: &keep, max_results };
     let outcome = structural::search(engine, &request)?;
 
@@ -199,7 +203,38 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
                 }
             })
         })
-        .collect();
+        .collect::<Vec<AstMatch>>();
+    let mut matches: Vec<AstMatch> = matches.into_iter().skip(offset).collect();
+    let mut truncated = outcome.truncated;
+    // The output budget applies when the caller left max_results to its default.
+    if params.max_results.is_none() {
+        let budget = engine.workspace().config().limits.max_output_chars;
+        let mut used = 500;
+        let keep = matches
+            .iter()
+            .take_while(|m| {
+                used += super::local::json_len(m);
+                used <= budget
+            })
+            .count()
+            .max(1)
+            .min(matches.len());
+        if keep < matches.len() {
+            matches.truncate(keep);
+            truncated = true;
+            notes.push(format!(
+                "output budget ({budget} characters) reached: showing {keep} matches; continue with offset={}",
+                offset + keep
+            ));
+        }
+    }
+    if truncated && offset + matches.len() < outcome.total_matches {
+        notes.push(format!(
+            "{} more matches: continue with offset={}, or narrow paths",
+            outcome.total_matches - offset - matches.len(),
+            offset + matches.len()
+        ));
+    }
     Ok(AstQueryOutput {
         language: language.name().to_owned(),
         pattern: params.pattern,
@@ -208,7 +243,7 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
         files_matched: outcome.files_matched,
         files_scanned: outcome.files_scanned,
         files_parsed: outcome.files_parsed,
-        truncated: outcome.truncated,
+        truncated,
         notes,
     })
 }

@@ -13,6 +13,7 @@
 //! | 5000–5099 | edit |
 //! | 6000–6099 | query (structural patterns) |
 //! | 7000–7099 | graph |
+//! | 8000–8099 | toolsets, the local (Octocode) tools and the file index |
 //! | 9000–9099 | internal |
 
 use schemars::JsonSchema;
@@ -77,12 +78,20 @@ pub enum ErrorCode {
     GraphValueInvalid = 7005,
     GraphStoreBusy = 7006,
     GraphStoreFailed = 7007,
+    ToolsetDisabled = 8001,
+    LocalBatchInvalid = 8002,
+    LocalStrategyConflict = 8003,
+    LocalNotADirectory = 8004,
+    LocalFilterInvalid = 8005,
+    IndexPathNotFound = 8010,
+    IndexUnavailable = 8011,
+    IndexQueryEmpty = 8012,
     Internal = 9001,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 51] = [
+    pub const ALL: [ErrorCode; 59] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -133,6 +142,14 @@ impl ErrorCode {
         ErrorCode::GraphValueInvalid,
         ErrorCode::GraphStoreBusy,
         ErrorCode::GraphStoreFailed,
+        ErrorCode::ToolsetDisabled,
+        ErrorCode::LocalBatchInvalid,
+        ErrorCode::LocalStrategyConflict,
+        ErrorCode::LocalNotADirectory,
+        ErrorCode::LocalFilterInvalid,
+        ErrorCode::IndexPathNotFound,
+        ErrorCode::IndexUnavailable,
+        ErrorCode::IndexQueryEmpty,
         ErrorCode::Internal,
     ];
 
@@ -194,6 +211,14 @@ impl ErrorCode {
             ErrorCode::GraphValueInvalid => "GRAPH_VALUE_INVALID",
             ErrorCode::GraphStoreBusy => "GRAPH_STORE_BUSY",
             ErrorCode::GraphStoreFailed => "GRAPH_STORE_FAILED",
+            ErrorCode::ToolsetDisabled => "TOOLSET_DISABLED",
+            ErrorCode::LocalBatchInvalid => "LOCAL_BATCH_INVALID",
+            ErrorCode::LocalStrategyConflict => "LOCAL_STRATEGY_CONFLICT",
+            ErrorCode::LocalNotADirectory => "LOCAL_NOT_A_DIRECTORY",
+            ErrorCode::LocalFilterInvalid => "LOCAL_FILTER_INVALID",
+            ErrorCode::IndexPathNotFound => "INDEX_PATH_NOT_FOUND",
+            ErrorCode::IndexUnavailable => "INDEX_UNAVAILABLE",
+            ErrorCode::IndexQueryEmpty => "INDEX_QUERY_EMPTY",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -392,7 +417,7 @@ impl From<SearchError> for ToolError {
             SearchError::InvalidGlob { glob, message: detail } => ToolError::new(
                 ErrorCode::SearchInvalidGlob,
                 message,
-                "Fix the glob in [walk] exclude in filepuff.toml.",
+                "Fix the glob (the call's include/exclude/excludeDir globs, or [walk] exclude in filepuff.toml).",
             )
             .with("glob", glob)
             .with("detail", detail),

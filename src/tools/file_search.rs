@@ -27,6 +27,15 @@ pub struct FileSearchParams {
     pub context_lines: Option<usize>,
     /// Maximum matching lines to return (default 100); totals still count every match.
     pub max_results: Option<usize>,
+    /// Matching lines to skip first, in result order (path, then line): continue a search from
+    /// where a truncated result's hint says (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most characters of JSON to return. Default: `[limits] max_output_chars` (40000) when
+    /// max_results is not given; unbounded when it is (an explicit max_results is honoured in
+    /// full unless max_chars is also given).
+    #[serde(default)]
+    pub max_chars: Option<usize>,
 }
 
 /// Result of `file_search`.
@@ -41,7 +50,10 @@ pub struct FileSearchOutput {
     pub files_searched: usize,
     /// Matching lines returned in `files`.
     pub returned_matches: usize,
-    /// Whether matches were left out because of `max_results`.
+    /// Matching lines skipped before the first returned one (`offset`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offset: usize,
+    /// Whether matches were left out because of `max_results` or the output budget.
     pub truncated: bool,
     /// Files with returned matches, ordered by path.
     pub files: Vec<FileMatches>,
@@ -113,15 +125,63 @@ pub fn file_search(engine: &Engine, params: FileSearchParams) -> Result<FileSear
         paths,
         file_types: params.file_types.clone(),
         context_lines: params.context_lines.unwrap_or(config.context_lines),
-        max_results: params.max_results.unwrap_or(config.max_results),
+        max_results: params.max_results.unwrap_or(config.max_results).saturating_add(params.offset.unwrap_or(0)),
         max_line_chars: config.max_line_chars,
     };
     let outcome = search::search(workspace, engine.documents(), &request)?;
-    Ok(output(&params, outcome))
+    let budget = match (params.max_chars, params.max_results) {
+        (Some(max_chars), _) => max_chars,
+        (None, Some(_)) => usize::MAX,
+        (None, None) => workspace.config().limits.max_output_chars,
+    };
+    Ok(output(&params, outcome, budget))
 }
 
-fn output(params: &FileSearchParams, outcome: SearchOutcome) -> FileSearchOutput {
-    let files: Vec<FileMatches> = outcome
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Drops the first `offset` matching lines (in path, line order), then keeps matches while the
+/// JSON stays within `budget` characters. Returns whether the budget cut anything.
+fn apply_offset_and_budget(files: &mut Vec<FileMatches>, offset: usize, budget: usize) -> bool {
+    let mut skip = offset;
+    files.retain_mut(|file| {
+        let drop = skip.min(file.matches.len());
+        file.matches.drain(..drop);
+        skip -= drop;
+        !file.matches.is_empty()
+    });
+    let mut used = 400;
+    let mut cut = false;
+    let mut kept_files = 0;
+    for file in files.iter_mut() {
+        used += file.path.len() + 60;
+        let mut keep = 0;
+        for hit in &file.matches {
+            let len = super::local::json_len(hit);
+            if used.saturating_add(len) > budget && (kept_files > 0 || keep > 0) {
+                cut = true;
+                break;
+            }
+            used += len;
+            keep += 1;
+        }
+        if cut {
+            file.matches.truncate(keep);
+            if keep > 0 {
+                kept_files += 1;
+            }
+            break;
+        }
+        kept_files += 1;
+    }
+    files.truncate(kept_files);
+    cut
+}
+
+fn output(params: &FileSearchParams, outcome: SearchOutcome, budget: usize) -> FileSearchOutput {
+    let offset = params.offset.unwrap_or(0);
+    let mut files: Vec<FileMatches> = outcome
         .files
         .into_iter()
         .map(|file| FileMatches {
@@ -142,12 +202,22 @@ fn output(params: &FileSearchParams, outcome: SearchOutcome) -> FileSearchOutput
                 .collect(),
         })
         .collect();
-    let returned_matches = files.iter().map(|f| f.matches.len()).sum();
-    let hint = outcome.truncated.then(|| {
+    let budget_cut = apply_offset_and_budget(&mut files, offset, budget);
+    let returned_matches: usize = files.iter().map(|f| f.matches.len()).sum();
+    let truncated = outcome.truncated || budget_cut;
+    let hint = truncated.then(|| {
+        let next = offset + returned_matches;
         let last = files.last().map(|f| format!(" (the last shown is {})", f.path)).unwrap_or_default();
+        let why = if budget_cut {
+            format!(" (the output budget of {budget} characters was reached; max_chars sets it)")
+        } else {
+            String::new()
+        };
         format!(
-            "Showing {returned_matches} of {} matching lines. Narrow the search with paths or file_types, or raise max_results; results are ordered by path{last}.",
-            outcome.total_matches
+            "Showing matching lines {}-{next} of {}{why}; {} more: continue with offset={next}, or narrow the search with paths or file_types. Results are ordered by path, then line{last}.",
+            offset + 1,
+            outcome.total_matches,
+            outcome.total_matches.saturating_sub(next),
         )
     });
     FileSearchOutput {
@@ -156,7 +226,8 @@ fn output(params: &FileSearchParams, outcome: SearchOutcome) -> FileSearchOutput
         total_files: outcome.total_files,
         files_searched: outcome.files_searched,
         returned_matches,
-        truncated: outcome.truncated,
+        offset,
+        truncated,
         files,
         hint,
     }
@@ -200,4 +271,36 @@ pub fn render_text(output: &FileSearchOutput) -> String {
         let _ = write!(out, "\n{hint}\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::Workspace;
+
+    #[test]
+    fn a_huge_result_is_a_bounded_page_with_an_offset_to_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!("needle {}\n", "y".repeat(250));
+        for i in 0..10 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), line.repeat(100)).unwrap();
+        }
+        let engine = Engine::new(Workspace::with_config(dir.path(), Default::default()).unwrap());
+        let params = FileSearchParams {
+            pattern: "needle".to_owned(),
+            max_results: Some(1000),
+            max_chars: Some(40_000),
+            context_lines: Some(0),
+            ..Default::default()
+        };
+        let first = file_search(&engine, params.clone()).unwrap();
+        assert!(serde_json::to_string(&first).unwrap().len() <= 41_000);
+        assert!(first.truncated && first.total_matches == 1000);
+        let next = first.returned_matches;
+        assert!(first.hint.as_deref().unwrap().contains(&format!("offset={next}")), "{:?}", first.hint);
+        let second = file_search(&engine, FileSearchParams { offset: Some(next), ..params }).unwrap();
+        let first_line = |out: &FileSearchOutput| (out.files[0].path.clone(), out.files[0].matches[0].line);
+        let expected_file = next / 100;
+        assert_eq!(first_line(&second), (format!("f{expected_file}.txt"), (next % 100) as u64 + 1));
+    }
 }

@@ -11,9 +11,12 @@ pub mod error;
 mod file_read;
 mod file_search;
 pub mod graph;
+pub mod index;
+pub mod local;
 mod lsp;
 mod navigation;
 mod rename;
+pub mod toolsets;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
 pub use edit::{EditOutput, EditParams, edit_apply, edit_preview};
@@ -36,6 +39,7 @@ pub mod render {
     pub use super::edit::render_text as edit;
     pub use super::file_read::render_text as file_read;
     pub use super::file_search::render_text as file_search;
+    pub use super::local::render_text as local;
     pub use super::lsp::render_diagnostics as diagnostics;
     pub use super::lsp::{
         render_definition as find_definition, render_references as find_references, render_symbol_at as symbol_at,

@@ -28,6 +28,8 @@ pub struct Config {
     pub walk: WalkConfig,
     pub lsp: LspConfig,
     pub graph: GraphConfig,
+    pub mcp: McpConfig,
+    pub index: IndexConfig,
     /// `[servers.NAME]`: overrides of the default language servers, or new ones.
     pub servers: std::collections::BTreeMap<String, ServerConfig>,
 }
@@ -80,6 +82,9 @@ pub struct ServerConfig {
 pub struct LimitsConfig {
     /// Largest file, in bytes, that `file_read` loads or `file_search` searches (default 16 MiB).
     pub max_file_bytes: u64,
+    /// Characters (of JSON) a list-returning tool returns per call before it stops and says how
+    /// to continue (default 40000, about 10k tokens). A batch of n queries gives each 1/n.
+    pub max_output_chars: usize,
 }
 
 /// `[search]`: defaults for `file_search`.
@@ -134,9 +139,33 @@ impl Default for GraphConfig {
     }
 }
 
+/// `[mcp]`: the MCP face.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Toolsets served (`core`, `lsp`, `local`, `index`, `graph`, `all`, `default`); `None`
+    /// keeps the default (`core`, `lsp`). `--toolsets` overrides it.
+    pub toolsets: Option<Vec<String>>,
+}
+
+/// `[index]`: the file index behind `files_list`, `files_search`, `files_get_info`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Keep the index fresh with a file watcher (default true); without it, the index is rebuilt
+    /// when older than a few seconds at query time.
+    pub watch: bool,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig { watch: true }
+    }
+}
+
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_file_bytes: 16 * 1024 * 1024 }
+        LimitsConfig { max_file_bytes: 16 * 1024 * 1024, max_output_chars: 40_000 }
     }
 }
 
@@ -188,6 +217,9 @@ mod tests {
         assert_eq!(config.search.max_results, 7);
         assert_eq!(config.search.context_lines, 2);
         assert_eq!(config.walk.exclude, vec!["vendor/".to_owned()]);
+        let config = Config::parse("[mcp]\ntoolsets = [\"core\", \"local\"]\n[index]\nwatch = false\n").unwrap();
+        assert_eq!(config.mcp.toolsets, Some(vec!["core".to_owned(), "local".to_owned()]));
+        assert!(!config.index.watch && config.limits.max_output_chars == 40_000);
         let err = Config::parse("[search]\nmax_result = 7\n").unwrap_err();
         assert!(err.contains("max_result"), "{err}");
     }

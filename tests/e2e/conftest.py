@@ -45,11 +45,12 @@ class ToolCallFailed(AssertionError):
 
 
 class McpSession:
-    """One `filepuff mcp --root ROOT` process and an initialized ClientSession talking to it."""
+    """One `filepuff mcp --root ROOT [--toolsets T]` process and an initialized ClientSession."""
 
-    def __init__(self, root: Path, stderr_log: Path):
+    def __init__(self, root: Path, stderr_log: Path, toolsets: str | None = None):
         self.root = root
         self.stderr_log = stderr_log
+        self.toolsets = toolsets
         self.initialize_result: types.InitializeResult | None = None
         self._session: ClientSession | None = None
         self._loop = asyncio.new_event_loop()
@@ -74,7 +75,7 @@ class McpSession:
         self._stop = asyncio.Event()
         params = StdioServerParameters(
             command=str(filepuff_binary()),
-            args=["mcp", "--root", str(self.root)],
+            args=["mcp", "--root", str(self.root)] + (["--toolsets", self.toolsets] if self.toolsets else []),
             cwd=str(self.root),
             env={"RUST_BACKTRACE": "1"},
         )
@@ -150,8 +151,8 @@ class McpSession:
         return result.structured_content, text
 
 
-def _open_session(root: Path, log_dir: Path) -> McpSession:
-    return McpSession(root, log_dir / "server-stderr.log").start()
+def _open_session(root: Path, log_dir: Path, toolsets: str | None = None) -> McpSession:
+    return McpSession(root, log_dir / "server-stderr.log", toolsets).start()
 
 
 def _close_session(session: McpSession) -> None:

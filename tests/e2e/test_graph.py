@@ -80,14 +80,14 @@ def py_indexed(py_root) -> dict:
 
 @pytest.fixture(scope="module")
 def go_graph(go_root, go_indexed, tmp_path_factory):
-    session = _open_session(go_root, tmp_path_factory.mktemp("mcp-graph-go"))
+    session = _open_session(go_root, tmp_path_factory.mktemp("mcp-graph-go"), toolsets="core,graph")
     yield session
     _close_session(session)
 
 
 @pytest.fixture(scope="module")
 def py_graph(py_root, py_indexed, tmp_path_factory):
-    session = _open_session(py_root, tmp_path_factory.mktemp("mcp-graph-py"))
+    session = _open_session(py_root, tmp_path_factory.mktemp("mcp-graph-py"), toolsets="core,graph")
     yield session
     _close_session(session)
 
@@ -302,7 +302,7 @@ def log_dir(tmp_path: Path, name: str) -> Path:
 
 
 def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path):
-    first = _open_session(empty_root, log_dir(tmp_path, "first"))
+    first = _open_session(empty_root, log_dir(tmp_path, "first"), toolsets="core,graph")
     try:
         a = first.ok("add_component", {"code_text": "", "component_type": "function", "name": "parse",
                                        "description": "Parses input"})["component_id"]
@@ -337,7 +337,7 @@ def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path
         _close_session(first)
     assert (empty_root / ".filepuff" / "graph.db").is_file()
 
-    second = _open_session(empty_root, log_dir(tmp_path, "second"))
+    second = _open_session(empty_root, log_dir(tmp_path, "second"), toolsets="core,graph")
     try:
         got = second.ok("get_component", {"identifier": a, "include_related": True})
         assert (got["component"]["name"], got["component"]["version"], got["component"]["code_text"]) == (
@@ -352,7 +352,7 @@ def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path
 
 
 def test_two_processes_writing_concurrently_lose_nothing(empty_root, tmp_path):
-    sessions = [_open_session(empty_root, log_dir(tmp_path, f"s{n}")) for n in range(2)]
+    sessions = [_open_session(empty_root, log_dir(tmp_path, f"s{n}"), toolsets="core,graph") for n in range(2)]
     try:
         per_session = 40
         results: dict[int, list] = {}

@@ -1,0 +1,192 @@
+//! The one walk-and-read loop behind text searches: every file under the roots (the workspace's
+//! walk plus per-call options), read from disk — or from its open editor buffer, which wins —
+//! handed to a visitor on the walker's threads.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ignore::WalkState;
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::types::Types;
+
+use super::{SearchError, build_walk, normalise_lone_cr, resolve_walked};
+use crate::documents::DocumentStore;
+use crate::workspace::{ResolvedPath, Workspace};
+
+/// Per-call changes to the workspace's walk (`[walk]` in `filepuff.toml`).
+#[derive(Debug, Clone, Default)]
+pub struct WalkOptions {
+    /// Do not honour `.gitignore`, `.ignore` and git's exclude files (ripgrep `--no-ignore`).
+    pub no_ignore: bool,
+    /// Visit hidden files; `None` keeps `[walk] hidden`.
+    pub hidden: Option<bool>,
+    /// ripgrep-style globs relative to the workspace root: `pat` keeps only matching files
+    /// (directories are still entered), `!pat` excludes.
+    pub globs: Vec<String>,
+    /// Directory names (or root-relative directory paths) not to enter.
+    pub exclude_dirs: Vec<String>,
+    /// Deepest level visited below each root (the root is depth 0); `None` for no limit.
+    pub max_depth: Option<usize>,
+}
+
+impl WalkOptions {
+    /// The override globs (`[walk] exclude`, then this call's globs and excluded directories).
+    pub(crate) fn overrides(&self, workspace: &Workspace) -> Result<Override, SearchError> {
+        let mut builder = OverrideBuilder::new(workspace.root());
+        let invalid = |glob: &str, err: ignore::Error| SearchError::InvalidGlob {
+            glob: glob.to_owned(),
+            message: err.to_string(),
+        };
+        for glob in &workspace.config().walk.exclude {
+            builder.add(&format!("!{glob}")).map_err(|err| invalid(glob, err))?;
+        }
+        for glob in &self.globs {
+            builder.add(glob).map_err(|err| invalid(glob, err))?;
+        }
+        for dir in &self.exclude_dirs {
+            let dir = dir.trim_matches('/');
+            if dir.is_empty() {
+                continue;
+            }
+            builder.add(&format!("!{dir}/")).map_err(|err| invalid(dir, err))?;
+        }
+        builder.build().map_err(|err| invalid("", err))
+    }
+}
+
+/// Builds the walker over `roots` with the workspace's settings changed by `options`.
+pub(crate) fn walk_with(
+    workspace: &Workspace,
+    roots: &[PathBuf],
+    types: Option<Types>,
+    options: &WalkOptions,
+) -> Result<ignore::WalkBuilder, SearchError> {
+    let mut walk = build_walk(workspace, roots, types)?;
+    walk.overrides(options.overrides(workspace)?);
+    if options.no_ignore {
+        walk.git_ignore(false).git_global(false).git_exclude(false).ignore(false).parents(false);
+    }
+    if let Some(hidden) = options.hidden {
+        walk.hidden(!hidden);
+    }
+    walk.max_depth(options.max_depth);
+    Ok(walk)
+}
+
+/// What a visit saw.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VisitStats {
+    /// Files handed to the visitor (disk files plus open buffers).
+    pub files_visited: usize,
+}
+
+/// Hands every text file under `roots` to `visit`, on the walker's threads.
+///
+/// `init` makes one state per thread (a searcher, buffers); `visit` gets it with the path, the
+/// open buffer's version when the live text is given instead of the disk's, and the bytes (lone
+/// `\r` turned into `\n`, offsets kept). Files over `[limits] max_file_bytes` are skipped. Open
+/// buffers inside the roots that pass the types and globs are visited whether or not the file
+/// exists on disk. Returning `false` from `visit` stops the walk early.
+pub fn for_each_text<S, I, V>(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    roots: &[PathBuf],
+    types: Option<Types>,
+    options: &WalkOptions,
+    init: I,
+    visit: V,
+) -> Result<VisitStats, SearchError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, ResolvedPath, Option<i32>, &[u8]) -> bool + Sync,
+{
+    let config = workspace.config();
+    let walk = walk_with(workspace, roots, types.clone(), options)?;
+    let overrides = options.overrides(workspace)?;
+    let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
+    let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
+    let files_visited = AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+
+    walk.build_parallel().run(|| {
+        let mut state = init();
+        let mut buffer = Vec::new();
+        let (open_paths, visited_open, files_visited, stop, visit) =
+            (&open_paths, &visited_open, &files_visited, &stop, &visit);
+        Box::new(move |entry| {
+            if stop.load(Ordering::Relaxed) {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else { return WalkState::Continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let path = entry.path();
+            let Some(resolved) = resolve_walked(workspace, path, config.walk.follow_symlinks) else {
+                return WalkState::Continue;
+            };
+            if open_paths.contains(&resolved.absolute) {
+                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(resolved.absolute.clone());
+                return WalkState::Continue;
+            }
+            // No stat per file: read at most one byte past the limit and skip what overflows.
+            let limit = config.limits.max_file_bytes;
+            buffer.clear();
+            let read =
+                std::fs::File::open(path).and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut buffer));
+            if read.is_err() || buffer.len() as u64 > limit {
+                return WalkState::Continue;
+            }
+            files_visited.fetch_add(1, Ordering::Relaxed);
+            normalise_lone_cr(&mut buffer);
+            if !visit(&mut state, resolved, None, &buffer) {
+                stop.store(true, Ordering::Relaxed);
+                return WalkState::Quit;
+            }
+            WalkState::Continue
+        })
+    });
+
+    let mut state = init();
+    let mut open: Vec<PathBuf> = open_paths.into_iter().collect();
+    open.sort();
+    for path in open {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);
+        if !walked && !buffer_in_scope(&path, roots, types.as_ref(), &overrides, options) {
+            continue;
+        }
+        let Some(document) = documents.get(&path) else { continue };
+        let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
+        files_visited.fetch_add(1, Ordering::Relaxed);
+        let mut text = document.text.to_string().into_bytes();
+        normalise_lone_cr(&mut text);
+        if !visit(&mut state, resolved, Some(document.version), &text) {
+            break;
+        }
+    }
+    Ok(VisitStats { files_visited: files_visited.into_inner() })
+}
+
+/// Whether an open buffer the walk did not meet (its file is not on disk) belongs to this walk.
+fn buffer_in_scope(
+    path: &std::path::Path,
+    roots: &[PathBuf],
+    types: Option<&Types>,
+    overrides: &Override,
+    options: &WalkOptions,
+) -> bool {
+    let Some(root) = roots.iter().find(|root| path.starts_with(root)) else { return false };
+    if let Some(max_depth) = options.max_depth
+        && path.strip_prefix(root).map_or(0, |rest| rest.components().count()) > max_depth
+    {
+        return false;
+    }
+    types.is_none_or(|types| !types.matched(path, false).is_ignore()) && !overrides.matched(path, false).is_ignore()
+}
