@@ -116,6 +116,8 @@ pub struct LspClient {
     last_used: Mutex<Instant>,
     /// The JSON-RPC id the main loop gives our next request (see [`LspClient::request`]).
     next_id: Mutex<i32>,
+    /// Watches the project root for changes on disk (see [`LspClient::disk_changed`]).
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 impl std::fmt::Debug for LspClient {
@@ -352,6 +354,7 @@ impl LspClient {
             last_used: Mutex::new(Instant::now()),
             // `initialize` was request 0.
             next_id: Mutex::new(1),
+            watcher: Mutex::new(None),
         })
     }
 
@@ -527,6 +530,35 @@ impl LspClient {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// Keeps `watcher` alive as long as this client.
+    pub fn set_watcher(&self, watcher: notify::RecommendedWatcher) {
+        *self.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+    }
+
+    /// Files changed on disk behind filepuff's back (another editor, git, a build): the server
+    /// gets `workspace/didChangeWatchedFiles`; a document it had open from filepuff is closed
+    /// (`didClose`), so the next request opens it again with the current text — the editor's
+    /// buffer if there is one, else the new disk content.
+    pub async fn disk_changed(&self, changes: Vec<(Url, lsp_types::FileChangeType)>) -> Result<(), BackendError> {
+        let mut server = self.server.clone();
+        let crashed =
+            |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
+        {
+            let mut synced = self.synced.lock().await;
+            for (uri, _) in &changes {
+                if synced.remove(uri).is_some() {
+                    server
+                        .did_close(lsp_types::DidCloseTextDocumentParams {
+                            text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                        })
+                        .map_err(crashed)?;
+                }
+            }
+        }
+        let changes = changes.into_iter().map(|(uri, typ)| lsp_types::FileEvent { uri, typ }).collect();
+        server.did_change_watched_files(lsp_types::DidChangeWatchedFilesParams { changes }).map_err(crashed)
     }
 
     /// How long since the last request to this server.

@@ -357,6 +357,7 @@ impl Backends {
             Ok(client) => {
                 self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 let client = Arc::new(client);
+                self.watch(&client, spec);
                 self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key, client.clone());
                 Ok(Acquired { client, restarted })
             }
@@ -388,6 +389,64 @@ impl Backends {
         let Ok((spec, _)) = self.spec_for(language) else { return false };
         let key = (spec.name.clone(), self.project_root(spec, path));
         self.clients.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|c| c.is_alive())
+    }
+
+    /// Starts watching `client`'s project root for changes on disk to files of its languages,
+    /// forwarded in batches (50 ms) to [`LspClient::disk_changed`]. Without a watcher (no
+    /// inotify watches left) the server still learns of filepuff's own edits.
+    fn watch(&self, client: &Arc<LspClient>, spec: &ServerSpec) {
+        use notify::Watcher;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(PathBuf, lsp_types::FileChangeType)>();
+        let languages = spec.languages.clone();
+        let handler = move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            let typ = match event.kind {
+                notify::EventKind::Create(_) => lsp_types::FileChangeType::CREATED,
+                notify::EventKind::Remove(_) => lsp_types::FileChangeType::DELETED,
+                notify::EventKind::Modify(_) => lsp_types::FileChangeType::CHANGED,
+                _ => return,
+            };
+            for path in event.paths {
+                let ignored = path.components().any(|c| c.as_os_str() == ".git");
+                if !ignored && Language::from_path(&path).is_some_and(|l| languages.contains(&l)) {
+                    let _ = tx.send((path, typ));
+                }
+            }
+        };
+        let mut watcher = match notify::recommended_watcher(handler) {
+            Ok(watcher) => watcher,
+            Err(err) => {
+                tracing::warn!(server = %client.name, "cannot watch {}: {err}", client.root.display());
+                return;
+            }
+        };
+        if let Err(err) = watcher.watch(&client.root, notify::RecursiveMode::Recursive) {
+            tracing::warn!(server = %client.name, "cannot watch {}: {err}", client.root.display());
+            return;
+        }
+        client.set_watcher(watcher);
+        let weak = Arc::downgrade(client);
+        let handle = self.runtime.get_or_init(start_runtime).clone();
+        handle.spawn(async move {
+            while let Some(first) = rx.recv().await {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    batch.push(more);
+                }
+                let Some(client) = weak.upgrade() else { return };
+                let mut changes: Vec<(lsp_types::Url, lsp_types::FileChangeType)> = Vec::new();
+                for (path, typ) in batch {
+                    if let Ok(uri) = lsp_types::Url::from_file_path(&path) {
+                        changes.retain(|(u, _)| *u != uri);
+                        changes.push((uri, typ));
+                    }
+                }
+                if let Err(err) = client.disk_changed(changes).await {
+                    tracing::debug!("{err}");
+                }
+            }
+        });
     }
 
     /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).

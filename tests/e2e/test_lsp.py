@@ -369,3 +369,22 @@ def test_hover_symbols_workspace_symbols_and_calls(session, projects):
                                              "symbol": "Shout", "direction": "outgoing"})
     assert {c["name"] for c in outgoing["calls"]} == {"ToUpper", "Hello"}
     assert any(c.get("outside_root") for c in outgoing["calls"] if c["name"] == "ToUpper")
+
+
+def test_changes_on_disk_behind_filepuffs_back_reach_the_server(session, projects):
+    """Another program rewrites a file the server has open: the watcher closes it there and
+    sends didChangeWatchedFiles, so an answer asked from *another* file reflects the disk."""
+    greet = projects / "go" / "greet" / "greet.go"
+    main = projects / "go" / "main.go"
+    # greet.go is now open in gopls (synced as a request's target).
+    session.ok("find_definition", {"file": "go/greet/greet.go", "line": line_of(greet, "ToUpper(Hello"), "symbol": "Hello"})
+    from_main = {"file": "go/main.go", "line": line_of(main, "world"), "symbol": "Hello"}
+    before = session.ok("find_definition", from_main)["definitions"][0]["line"]
+    greet.write_text(greet.read_text().replace("// Hello greets name.", "// Padding.\n// Padding.\n// Hello greets name."))
+    deadline = time.monotonic() + 5
+    while True:
+        line = session.ok("find_definition", from_main)["definitions"][0]["line"]
+        if line == before + 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert line == before + 2 == line_of(greet, "func Hello(")
