@@ -388,3 +388,15 @@ def test_changes_on_disk_behind_filepuffs_back_reach_the_server(session, project
             break
         time.sleep(0.1)
     assert line == before + 2 == line_of(greet, "func Hello(")
+
+
+def test_typescript_interface_method_references_include_its_implementation(session, projects):
+    shape = projects / "ts" / "src" / "shape.ts"
+    square = projects / "ts" / "src" / "square.ts"
+    out = session.ok("find_references", {"file": "ts/src/shape.ts", "line": line_of(shape, "area(): number;"),
+                                         "symbol": "area"})
+    assert {(f["file"], r["line"]) for f in out["files"] for r in f["references"]} == {
+        ("ts/src/shape.ts", line_of(shape, "area(): number;")),
+        ("ts/src/shape.ts", line_of(shape, "shape.area()")),
+        ("ts/src/square.ts", line_of(square, "area(): number {")),
+    }
