@@ -213,7 +213,7 @@ def bench_startup():
 
 QUERIES = [
     ("net", "func $NAME($$$ARGS) error", "net"),
-    ("net", "errors.New($MSG)", "net"),
+    ("net", "fmt.Errorf($FMT, $$$ARGS)", "net"),
     ("all", "func $NAME($$$ARGS) error", "."),
 ]
 
