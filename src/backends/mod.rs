@@ -593,9 +593,12 @@ pub fn doctor(backends: &Backends) -> Vec<ServerReport> {
         .map(|spec| {
             let path = find_program(&spec.command[0]);
             let version = path.as_ref().and_then(|program| program_version(&spec.name, program));
+            // A program that is found but cannot report its version (a rustup proxy without the
+            // component) would fail to start: it serves nothing.
             let serves = spec
                 .languages
                 .iter()
+                .filter(|_| version.is_some())
                 .filter(|l| backends.spec_for(**l).is_ok_and(|(chosen, _)| chosen.name == spec.name))
                 .map(|l| l.name())
                 .collect();

@@ -3,7 +3,7 @@
 //! Each tool runs on tokio's blocking pool (walks and parses are CPU and file-system work) and
 //! inside `catch_unwind`, so a bug in one call becomes an `INTERNAL` tool error instead of
 //! taking the server down. Results carry a readable text block and `structuredContent` matching
-//! the tool's `outputSchema`; failures are `isError` results whose `structuredContent` is a
+//! the tool's `outputSchema`; failures are `isError` results whose second text block is a JSON
 //! [`ToolError`] (code, name, message, context, remediation).
 
 mod graph;
@@ -61,10 +61,17 @@ impl McpServer {
 
     /// Every tool of every toolset, before filtering.
     fn all_tools() -> ToolRouter<McpServer> {
-        McpServer::tool_router()
+        let mut router = McpServer::tool_router()
             + McpServer::graph_tool_router()
             + McpServer::local_tool_router()
-            + McpServer::index_tool_router()
+            + McpServer::index_tool_router();
+        for route in router.map.values_mut() {
+            route.attr.input_schema = Arc::new(without_custom_formats(&route.attr.input_schema));
+            if let Some(output) = &route.attr.output_schema {
+                route.attr.output_schema = Some(Arc::new(without_custom_formats(output)));
+            }
+        }
+        router
     }
 
     #[tool(
@@ -265,9 +272,11 @@ async fn run<P, O>(
     render: fn(&O) -> String,
 ) -> CallToolResult
 where
-    P: DeserializeOwned + Send + 'static,
+    P: DeserializeOwned + schemars::JsonSchema + Send + 'static,
     O: Serialize + Send + 'static,
 {
+    let mut arguments = arguments;
+    coerce_scalars(&mut arguments, &schema_for_type::<P>());
     let params = match serde_json::from_value::<P>(serde_json::Value::Object(arguments)) {
         Ok(params) => params,
         Err(err) => return error_result(&ToolError::invalid_params(&err.to_string())),
@@ -295,10 +304,72 @@ where
     }
 }
 
-fn error_result(err: &ToolError) -> CallToolResult {
-    let mut result = CallToolResult::structured_error(err.to_json());
-    result.content = vec![ContentBlock::text(err.to_string())];
-    result
+/// The schema without the `format`s schemars gives Rust integer types (`uint`, `uint32`, `int64`,
+/// `double`, …): they are not JSON Schema formats, and validators warn about each one.
+fn without_custom_formats(schema: &JsonObject) -> JsonObject {
+    fn clean(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let custom = matches!(map.get("format"), Some(serde_json::Value::String(f))
+                    if matches!(f.as_str(), "uint" | "uint8" | "uint16" | "uint32" | "uint64" | "int" | "int8" | "int16" | "int32" | "int64" | "float" | "double"));
+                if custom {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(clean);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::Value::Object(schema.clone());
+    clean(&mut value);
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => schema.clone(),
+    }
+}
+
+/// Turns top-level string arguments into the integer, number or boolean their schema asks for
+/// (`"10"` → 10, `"true"` → true). Some clients — the MCP Inspector's CLI among them — send every
+/// `key=value` as a string unless the property's type is exactly `"integer"`; filepuff's optional
+/// parameters are `["integer", "null"]`. Anything that does not parse is left for the
+/// deserializer to refuse with a clear 1008.
+fn coerce_scalars(arguments: &mut JsonObject, schema: &JsonObject) {
+    let Some(serde_json::Value::Object(properties)) = schema.get("properties") else { return };
+    for (name, value) in arguments.iter_mut() {
+        let serde_json::Value::String(text) = value else { continue };
+        let Some(property) = properties.get(name) else { continue };
+        let types: Vec<&str> = match property.get("type") {
+            Some(serde_json::Value::String(t)) => vec![t.as_str()],
+            Some(serde_json::Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str()).collect(),
+            _ => continue,
+        };
+        if types.contains(&"string") {
+            continue;
+        }
+        let trimmed = text.trim();
+        let coerced = if types.contains(&"integer") {
+            trimmed.parse::<i64>().ok().map(serde_json::Value::from)
+        } else if types.contains(&"number") {
+            trimmed.parse::<f64>().ok().map(serde_json::Value::from)
+        } else if types.contains(&"boolean") {
+            trimmed.parse::<bool>().ok().map(serde_json::Value::from)
+        } else {
+            None
+        };
+        if let Some(coerced) = coerced {
+            *value = coerced;
+        }
+    }
+}
+
+/// An `isError` result: the readable error, then the structured error (code, name, message,
+/// context, remediation) as a JSON text block. Not as `structuredContent`: that must match the
+/// tool's `outputSchema` (MCP 2025-11-25, "Structured Content"), and clients that validate it
+/// even on errors (the TypeScript SDK does) would replace the real error with a schema error.
+pub(crate) fn error_result(err: &ToolError) -> CallToolResult {
+    let json = serde_json::to_string(&err.to_json()).unwrap_or_default();
+    CallToolResult::error(vec![ContentBlock::text(err.to_string()), ContentBlock::text(json)])
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::CallToolResult;
 
 use super::McpServer;
 use crate::engine::Engine;
@@ -42,9 +42,7 @@ pub(crate) fn disabled_tool_result(selection: &ToolsetSelection, name: &str) -> 
     .with("tool", name)
     .with("toolset", toolset.name())
     .with("enabled", enabled);
-    let mut result = CallToolResult::structured_error(err.to_json());
-    result.content = vec![ContentBlock::text(err.to_string())];
-    Some(result)
+    Some(super::error_result(&err))
 }
 
 /// Starts building the file index in the background when the `index` toolset is served, so the

@@ -13,6 +13,7 @@ Environment:
 from __future__ import annotations
 
 import asyncio
+import json
 import concurrent.futures
 import os
 import shutil
@@ -138,17 +139,28 @@ class McpSession:
         """Calls a tool that must succeed; returns its structuredContent."""
         result = self.call(tool, arguments)
         if result.is_error:
-            raise ToolCallFailed(f"{tool}({arguments}) failed: {result.structured_content or result.content}")
+            raise ToolCallFailed(f"{tool}({arguments}) failed: {result.content}")
         assert isinstance(result.structured_content, dict), result
         return result.structured_content
 
     def error(self, tool: str, arguments: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
-        """Calls a tool that must fail; returns (structuredContent, text content)."""
+        """Calls a tool that must fail; returns (the structured error, the readable text).
+
+        An error result carries no structuredContent (it would not match the tool's
+        outputSchema); its last text block is the structured error as JSON."""
         result = self.call(tool, arguments)
         assert result.is_error, f"{tool}({arguments}) unexpectedly succeeded: {result.structured_content}"
-        assert isinstance(result.structured_content, dict), result
-        text = "".join(block.text for block in result.content if isinstance(block, types.TextContent))
-        return result.structured_content, text
+        return structured_error(result)
+
+
+def structured_error(result: types.CallToolResult) -> tuple[dict[str, Any], str]:
+    """(the structured error, the readable text) of an isError result."""
+    assert result.structured_content is None, "error results must not carry structuredContent"
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    assert len(texts) == 2, texts
+    error = json.loads(texts[-1])
+    assert {"code", "name", "message", "context", "remediation"} <= set(error), error
+    return error, texts[0]
 
 
 def _open_session(root: Path, log_dir: Path, toolsets: str | None = None) -> McpSession:

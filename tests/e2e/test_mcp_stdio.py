@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import mcp.types as types
-from conftest import MARKER, SIZE_LIMIT, filepuff_binary
+from conftest import structured_error, MARKER, SIZE_LIMIT, filepuff_binary
 from oracles import (
     expected_search,
     file_lines,
@@ -428,7 +428,7 @@ def test_concurrent_calls_each_get_their_own_answer(go_session, sig):
     for (tool, args), one, many in zip(calls, sequential, concurrent):
         assert (many.is_error, many.structured_content) == (one.is_error, one.structured_content), (tool, args)
         assert [b.text for b in many.content] == [b.text for b in one.content]
-    assert concurrent[4].is_error and concurrent[4].structured_content["code"] == 1101
+    assert concurrent[4].is_error and structured_error(concurrent[4])[0]["code"] == 1101
 
 
 # ==== file_read over CPython's standard library ===================================================
@@ -712,3 +712,19 @@ def test_cli_refuses_an_invalid_config(tmp_path):
     result = run_cli(tmp_path, "search", "hello")
     assert result.returncode == 2
     assert "1007" in result.stderr and "CONFIG_INVALID" in result.stderr
+
+
+def test_numeric_and_boolean_strings_are_accepted_as_clients_send_them(go_session):
+    """The MCP Inspector's CLI sends `line_end=3` as the string "3" for optional integers."""
+    as_text = go_session.ok("file_read", {"path": "sort/sort.go", "line_start": "2", "line_end": "3",
+                                          "include_ast": "false"})
+    as_numbers = go_session.ok("file_read", {"path": "sort/sort.go", "line_start": 2, "line_end": 3})
+    assert as_text == as_numbers and (as_text["line_start"], as_text["line_end"]) == (2, 3)
+    err, _ = go_session.error("file_read", {"path": "sort/sort.go", "line_start": "two"})
+    assert err["code"] == 1008
+
+
+def test_published_schemas_have_only_standard_formats(go_session):
+    for tool in go_session.list_tools().tools:
+        for schema in (tool.input_schema, tool.output_schema or {}):
+            assert '"format": "uint' not in json.dumps(schema), tool.name
