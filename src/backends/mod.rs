@@ -460,16 +460,7 @@ impl Backends {
     /// wrote it). Servers that are not running learn it when they start. Errors are logged: a
     /// server that died is restarted, and re-synced, by its next request.
     pub fn file_changed(&self, path: &Path, language: Language, text: &ropey::Rope) {
-        let clients: Vec<Arc<LspClient>> = self
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|((name, _), client)| {
-                client.is_alive() && self.specs.iter().any(|s| s.name == *name && s.languages.contains(&language))
-            })
-            .map(|(_, client)| client.clone())
-            .collect();
+        let clients = self.running_for(language);
         if clients.is_empty() {
             return;
         }

@@ -9,6 +9,7 @@
 //! path, then line, so the first `max_results` are the same on every run whatever the thread
 //! interleaving; totals always cover the whole walk.
 
+mod bounded;
 mod sink;
 pub mod structural;
 mod visit;
@@ -16,9 +17,8 @@ mod visit;
 pub(crate) use visit::walk_with;
 pub use visit::{VisitStats, WalkOptions, for_each_text};
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -272,22 +272,28 @@ pub(crate) fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks
 /// Gathers per-file results from the walker threads, keeping only what can still be returned.
 struct Collector {
     max_results: usize,
-    state: Mutex<CollectorState>,
+    files: bounded::BoundedByPath<FileHits>,
+    total_matches: AtomicUsize,
+    total_files: AtomicUsize,
 }
 
-#[derive(Default)]
-struct CollectorState {
-    /// Files with hits that may be returned, by relative path.
-    kept: BTreeMap<String, FileHits>,
-    kept_hits: usize,
-    total_matches: usize,
-    total_files: usize,
-    dropped_any: bool,
+impl bounded::Items for FileHits {
+    fn len(&self) -> usize {
+        self.hits.len()
+    }
+    fn truncate(&mut self, n: usize) {
+        self.hits.truncate(n);
+    }
 }
 
 impl Collector {
     fn new(max_results: usize) -> Collector {
-        Collector { max_results, state: Mutex::new(CollectorState::default()) }
+        Collector {
+            max_results,
+            files: bounded::BoundedByPath::new(max_results),
+            total_matches: AtomicUsize::new(0),
+            total_files: AtomicUsize::new(0),
+        }
     }
 
     /// Hits one file needs to keep: no file can contribute more than `max_results`.
@@ -301,48 +307,19 @@ impl Collector {
         }
         let total = file.total_matches();
         let hits = file.into_hits();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.total_matches += total;
-        state.total_files += 1;
-        if hits.len() < total {
-            state.dropped_any = true;
-        }
-        state.kept_hits += hits.len();
+        self.total_matches.fetch_add(total, Ordering::Relaxed);
+        self.total_files.fetch_add(1, Ordering::Relaxed);
+        let partial = hits.len() < total;
         let relative = path.relative.clone();
-        state.kept.insert(relative, FileHits { path, buffer_version, total_matches: total, hits });
-        // Drop files from the end (by path) while the rest still holds `max_results` hits.
-        while let Some((_, last)) = state.kept.last_key_value() {
-            let last_len = last.hits.len();
-            if state.kept_hits - last_len < self.max_results {
-                break;
-            }
-            state.kept.pop_last();
-            state.kept_hits -= last_len;
-            state.dropped_any = true;
-        }
+        self.files.add(relative, FileHits { path, buffer_version, total_matches: total, hits }, partial);
     }
 
     fn finish(self) -> SearchOutcome {
-        let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut remaining = self.max_results;
-        let mut truncated = state.dropped_any;
-        let mut files = Vec::new();
-        for (_, mut file) in state.kept {
-            if remaining == 0 {
-                truncated = true;
-                break;
-            }
-            if file.hits.len() > remaining {
-                file.hits.truncate(remaining);
-                truncated = true;
-            }
-            remaining -= file.hits.len();
-            files.push(file);
-        }
+        let (files, truncated) = self.files.finish();
         SearchOutcome {
             files,
-            total_matches: state.total_matches,
-            total_files: state.total_files,
+            total_matches: self.total_matches.into_inner(),
+            total_files: self.total_files.into_inner(),
             files_searched: 0,
             truncated,
         }

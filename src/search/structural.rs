@@ -6,15 +6,15 @@
 //! their trees. Open documents are searched in their live text. Results are ordered by path and
 //! position and cut at `max_results`; totals cover the whole walk.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ignore::WalkState;
 use ropey::Rope;
 
+use super::bounded::{BoundedByPath, Items};
 use super::{SearchError, build_walk, normalise_lone_cr, resolve_walked, walk_roots};
 use crate::documents::{BINARY_PROBE_BYTES, Language};
 use crate::engine::Engine;
@@ -69,7 +69,11 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
     let walk = build_walk(workspace, &roots, None)?;
     let documents = engine.documents();
     let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
-    let collector = Collector { max_results: request.max_results, state: Mutex::new(State::default()) };
+    let collector = Collector {
+        files: BoundedByPath::new(request.max_results),
+        total_matches: AtomicUsize::new(0),
+        files_matched: AtomicUsize::new(0),
+    };
     let scanned = AtomicUsize::new(0);
     let parsed_count = AtomicUsize::new(0);
 
@@ -153,59 +157,33 @@ fn search_text(
 }
 
 struct Collector {
-    max_results: usize,
-    state: Mutex<State>,
+    files: BoundedByPath<FileMatches>,
+    total_matches: AtomicUsize,
+    files_matched: AtomicUsize,
 }
 
-#[derive(Default)]
-struct State {
-    kept: BTreeMap<String, FileMatches>,
-    kept_matches: usize,
-    total_matches: usize,
-    files_matched: usize,
-    dropped_any: bool,
+impl Items for FileMatches {
+    fn len(&self) -> usize {
+        self.matches.len()
+    }
+    fn truncate(&mut self, n: usize) {
+        self.matches.truncate(n);
+    }
 }
 
 impl Collector {
     fn add(&self, file: FileMatches) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.total_matches += file.matches.len();
-        state.files_matched += 1;
-        state.kept_matches += file.matches.len();
-        state.kept.insert(file.path.relative.clone(), file);
-        // Drop whole files from the end (by path) while the rest still hold `max_results`.
-        while let Some((_, last)) = state.kept.last_key_value() {
-            let last_len = last.matches.len();
-            if state.kept_matches - last_len < self.max_results {
-                break;
-            }
-            state.kept.pop_last();
-            state.kept_matches -= last_len;
-            state.dropped_any = true;
-        }
+        self.total_matches.fetch_add(file.matches.len(), Ordering::Relaxed);
+        self.files_matched.fetch_add(1, Ordering::Relaxed);
+        self.files.add(file.path.relative.clone(), file, false);
     }
 
     fn finish(self) -> StructuralOutcome {
-        let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut remaining = self.max_results;
-        let mut truncated = state.dropped_any;
-        let mut files = Vec::new();
-        for (_, mut file) in state.kept {
-            if remaining == 0 {
-                truncated = true;
-                break;
-            }
-            if file.matches.len() > remaining {
-                file.matches.truncate(remaining);
-                truncated = true;
-            }
-            remaining -= file.matches.len();
-            files.push(file);
-        }
+        let (files, truncated) = self.files.finish();
         StructuralOutcome {
             files,
-            total_matches: state.total_matches,
-            files_matched: state.files_matched,
+            total_matches: self.total_matches.into_inner(),
+            files_matched: self.files_matched.into_inner(),
             files_scanned: 0,
             files_parsed: 0,
             truncated,

@@ -826,20 +826,8 @@ fn workspace_diagnostics(engine: &Engine) -> DiagnosticsOutput {
                 if start.outside_root {
                     continue;
                 }
-                out.push(DiagnosticInfo {
-                    file: Some(start.file.clone()),
-                    line: start.line,
-                    column: start.column,
-                    end_line: start.end_line,
-                    end_column: start.end_column,
-                    severity: severity_name(d.severity).to_owned(),
-                    code: d.code.map(|code| match code {
-                        lsp_types::NumberOrString::Number(n) => n.to_string(),
-                        lsp_types::NumberOrString::String(s) => s,
-                    }),
-                    source: d.source,
-                    message: d.message,
-                });
+                let span = (start.line, start.column, start.end_line, start.end_column);
+                out.push(DiagnosticInfo::from_lsp(d, Some(start.file.clone()), span));
             }
         }
     }
@@ -851,6 +839,27 @@ fn workspace_diagnostics(engine: &Engine) -> DiagnosticsOutput {
         current: false,
         server: servers.join(", "),
         restarted: false,
+    }
+}
+
+impl DiagnosticInfo {
+    /// `diagnostic` at `span` (1-based line, column, end line, end column, in characters).
+    fn from_lsp(diagnostic: lsp_types::Diagnostic, file: Option<String>, span: (usize, usize, usize, usize)) -> Self {
+        let (line, column, end_line, end_column) = span;
+        DiagnosticInfo {
+            file,
+            line,
+            column,
+            end_line,
+            end_column,
+            severity: severity_name(diagnostic.severity).to_owned(),
+            code: diagnostic.code.map(|code| match code {
+                lsp_types::NumberOrString::Number(n) => n.to_string(),
+                lsp_types::NumberOrString::String(s) => s,
+            }),
+            source: diagnostic.source,
+            message: diagnostic.message,
+        }
     }
 }
 
@@ -895,20 +904,8 @@ pub fn file_diagnostics(
         .into_iter()
         .map(|d| {
             let (start, end) = (convert(d.range.start), convert(d.range.end));
-            DiagnosticInfo {
-                file: None,
-                line: start.line as usize,
-                column: start.column as usize,
-                end_line: end.line as usize,
-                end_column: end.column as usize,
-                severity: severity_name(d.severity).to_owned(),
-                code: d.code.map(|code| match code {
-                    lsp_types::NumberOrString::Number(n) => n.to_string(),
-                    lsp_types::NumberOrString::String(s) => s,
-                }),
-                source: d.source,
-                message: d.message,
-            }
+            let span = (start.line as usize, start.column as usize, end.line as usize, end.column as usize);
+            DiagnosticInfo::from_lsp(d, None, span)
         })
         .collect();
     out.sort_by_key(|d| (d.line, d.column));

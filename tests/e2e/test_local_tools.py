@@ -12,48 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
-from conftest import McpSession, _close_session, filepuff_binary
+from conftest import McpSession, _close_session
 
 LOCAL_TOOLS = {"localViewStructure", "localSearchCode", "localGetFileContent", "localFindFiles"}
 INDEX_TOOLS = {"files_list", "files_search", "files_get_info"}
 
 
-class ToolsetSession(McpSession):
-    """`filepuff mcp --root ROOT --toolsets TOOLSETS`."""
-
-    def __init__(self, root: Path, stderr_log: Path, toolsets: str):
-        super().__init__(root, stderr_log)
-        self.toolsets = toolsets
-
-    async def _serve(self, ready) -> None:
-        import asyncio
-
-        self._stop = asyncio.Event()
-        params = StdioServerParameters(
-            command=str(filepuff_binary()),
-            args=["mcp", "--root", str(self.root), "--toolsets", self.toolsets],
-            cwd=str(self.root),
-            env={"RUST_BACKTRACE": "1"},
-        )
-        try:
-            with open(self.stderr_log, "w") as errlog:
-                async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write) as session:
-                        self.initialize_result = await session.initialize()
-                        self._session = session
-                        ready.set_result(None)
-                        await self._stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
-
-
-def _session(root: Path, log_dir: Path, toolsets: str = "core,local,index") -> ToolsetSession:
-    return ToolsetSession(root, log_dir / "server-stderr.log", toolsets).start()
+def _session(root: Path, log_dir: Path, toolsets: str = "core,local,index") -> McpSession:
+    return McpSession(root, log_dir / "server-stderr.log", toolsets).start()
 
 
 @pytest.fixture(scope="module")
