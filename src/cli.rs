@@ -31,6 +31,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the editor over stdin/stdout as one language server in front of gopls, clangd,
+    /// basedpyright, typescript-language-server, … (configure your editor to run this).
+    Lsp,
     /// Serve MCP over stdin/stdout (register this command with your MCP client).
     Mcp(McpArgs),
     /// List every tool with its toolset and whether this configuration serves it.
@@ -276,8 +279,19 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    if let Command::Lsp = cli.command {
+        // The workspace comes from the editor's `initialize`; --root (or the current
+        // directory) is the fallback.
+        return match crate::proxy::serve_stdio(cli.root.clone()) {
+            Ok(()) => ExitCode::from(EXIT_OK),
+            Err(err) => {
+                eprintln!("filepuff lsp: {err:#}");
+                ExitCode::from(EXIT_ERROR)
+            }
+        };
+    }
     let json = match &cli.command {
-        Command::Mcp(_) | Command::Tools(_) => false,
+        Command::Lsp | Command::Mcp(_) | Command::Tools(_) => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
@@ -295,6 +309,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
+        Command::Lsp => ExitCode::from(EXIT_OK),
         Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
             Ok(toolsets) => serve_mcp(engine, toolsets),
             Err(err) => report_error(&err, false),

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod graph;
 pub mod index;
 pub mod mcp;
+pub mod proxy;
 pub mod search;
 pub mod syntax;
 pub mod tools;

@@ -7,6 +7,13 @@
 //! `client/unregisterCapability`, `window/workDoneProgress/create`,
 //! `workspace/workspaceFolders`, `window/showMessageRequest`; it logs `window/logMessage` and
 //! `window/showMessage`, tracks `$/progress`, and keeps `textDocument/publishDiagnostics`.
+//!
+//! When an editor is attached (`filepuff lsp`, see [`super::Upstream`]), the same traffic is
+//! also handed to the editor side: notifications after the client's own bookkeeping, requests
+//! (`workspace/applyEdit`, `window/showMessageRequest`, refreshes, registrations, …) answered by
+//! the editor. Documents the editor has open are *pinned*: they are synced with the editor's
+//! version numbers and changes ([`LspClient::change_editor_document`]) and never closed for
+//! idleness or disk changes.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -84,6 +91,61 @@ impl Shared {
     }
 }
 
+/// The router's handle on the editor side: hands server→client traffic to the attached
+/// [`super::Upstream`], or does nothing when none is attached.
+#[derive(Clone)]
+struct Relay {
+    link: Option<Arc<dyn super::Upstream>>,
+    me: ClientRef,
+}
+
+type Answer<T> = futures::future::BoxFuture<'static, Result<T, async_lsp::ResponseError>>;
+
+fn ok<T: Send + 'static>(value: T) -> Answer<T> {
+    Box::pin(std::future::ready(Ok(value)))
+}
+
+impl Relay {
+    fn notify<N: lsp_types::notification::Notification>(&self, params: &N::Params) {
+        if let Some(link) = &self.link {
+            match serde_json::to_value(params) {
+                Ok(params) => link.notification(&self.me, N::METHOD, params),
+                Err(err) => tracing::warn!("cannot relay {}: {err}", N::METHOD),
+            }
+        }
+    }
+
+    fn notify_any(&self, method: &str, params: Value) {
+        if let Some(link) = &self.link {
+            link.notification(&self.me, method, params);
+        }
+    }
+
+    /// The editor's answer to a typed request, or `None` without an editor.
+    fn request<R>(&self, params: R::Params) -> Option<Answer<R::Result>>
+    where
+        R: lsp_types::request::Request,
+        R::Result: Send + 'static,
+    {
+        let params = serde_json::to_value(params).ok()?;
+        let answer = self.request_any(R::METHOD.to_owned(), params)?;
+        Some(Box::pin(async move {
+            let value = answer.await?;
+            serde_json::from_value(value).map_err(|err| {
+                async_lsp::ResponseError::new(
+                    async_lsp::ErrorCode::INTERNAL_ERROR,
+                    format!("the editor's answer to {} is malformed: {err}", R::METHOD),
+                )
+            })
+        }))
+    }
+
+    fn request_any(&self, method: String, params: Value) -> Option<Answer<Value>> {
+        let link = self.link.as_ref()?;
+        Some(link.request(&self.me, &method, params))
+    }
+}
+
 /// A document as the server last saw it.
 #[derive(Debug, Clone)]
 struct Synced {
@@ -93,6 +155,8 @@ struct Synced {
     sent: Instant,
     /// When a request last needed this document.
     used: Instant,
+    /// Open in the editor: versions are the editor's, and only the editor closes it.
+    pinned: bool,
 }
 
 /// A running language server.
@@ -107,8 +171,12 @@ pub struct LspClient {
     /// `serverInfo` name and version, when the server gave them.
     pub server_info: Option<String>,
     shared: Arc<Mutex<Shared>>,
-    synced: tokio::sync::Mutex<HashMap<Url, Synced>>,
+    synced: Mutex<HashMap<Url, Synced>>,
     mainloop: tokio::task::JoinHandle<()>,
+    /// Becomes true when the main loop ends (the process closed its stdout or died).
+    exited: tokio::sync::watch::Receiver<bool>,
+    /// Unique among the clients of this process (restarts get a new one).
+    pub serial: u64,
     child: Mutex<Option<tokio::process::Child>>,
     /// Process id, for tests and `doctor`.
     pub pid: Option<u32>,
@@ -122,15 +190,21 @@ pub struct LspClient {
 
 impl std::fmt::Debug for LspClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LspClient").field("name", &self.name).field("root", &self.root).field("pid", &self.pid).finish()
+        f.debug_struct("LspClient")
+            .field("name", &self.name)
+            .field("serial", &self.serial)
+            .field("root", &self.root)
+            .field("pid", &self.pid)
+            .finish()
     }
 }
 
-/// Client capabilities filepuff honestly supports (LSP 3.17 "initialize").
-fn client_capabilities() -> ClientCapabilities {
-    let value = serde_json::json!({
+/// Client capabilities filepuff honestly supports on its own (LSP 3.17 "initialize"), with
+/// `encodings` offered as `general.positionEncodings` in preference order.
+fn own_capabilities(encodings: &[Encoding]) -> Value {
+    serde_json::json!({
         "general": {
-            "positionEncodings": ["utf-8", "utf-16", "utf-32"]
+            "positionEncodings": encodings.iter().map(|e| e.lsp_name()).collect::<Vec<_>>()
         },
         "workspace": {
             "applyEdit": false,
@@ -157,15 +231,61 @@ fn client_capabilities() -> ClientCapabilities {
         },
         "window": { "workDoneProgress": true, "showMessage": {} },
         "experimental": { "serverStatusNotification": true }
-    });
-    serde_json::from_value(value).unwrap_or_else(|_| ClientCapabilities {
-        general: Some(GeneralClientCapabilities {
-            position_encodings: Some(vec![PositionEncodingKind::UTF16]),
-            ..GeneralClientCapabilities::default()
-        }),
-        ..ClientCapabilities::default()
     })
 }
+
+/// The capabilities sent to a server behind an editor: the editor's own (so servers produce
+/// what the editor can show — snippets, markdown, links), with what the proxy itself handles
+/// forced on (`workspace/configuration`, folders, file watching, progress) and pull
+/// diagnostics removed, so every server pushes `publishDiagnostics` and the proxy can merge
+/// them. `encodings` replaces `general.positionEncodings`.
+fn editor_capabilities(editor: &Value, encodings: &[Encoding]) -> Value {
+    let mut caps = editor.clone();
+    if !caps.is_object() {
+        caps = serde_json::json!({});
+    }
+    let set = |caps: &mut Value, path: &[&str], value: Value| {
+        let mut node = caps;
+        for key in &path[..path.len() - 1] {
+            if !node.get(*key).is_some_and(Value::is_object) {
+                node[*key] = serde_json::json!({});
+            }
+            node = &mut node[*key];
+        }
+        node[path[path.len() - 1]] = value;
+    };
+    let names: Vec<&str> = encodings.iter().map(|e| e.lsp_name()).collect();
+    set(&mut caps, &["general", "positionEncodings"], serde_json::json!(names));
+    set(&mut caps, &["window", "workDoneProgress"], Value::Bool(true));
+    set(&mut caps, &["workspace", "configuration"], Value::Bool(true));
+    set(&mut caps, &["workspace", "workspaceFolders"], Value::Bool(true));
+    set(&mut caps, &["workspace", "didChangeWatchedFiles", "dynamicRegistration"], Value::Bool(true));
+    set(&mut caps, &["textDocument", "synchronization", "didSave"], Value::Bool(true));
+    if let Some(text_document) = caps.get_mut("textDocument").and_then(Value::as_object_mut) {
+        text_document.remove("diagnostic");
+    }
+    caps
+}
+
+/// How to start a client beyond its [`ServerSpec`].
+#[derive(Clone, Default)]
+pub struct StartOptions {
+    /// Position encodings to offer, most wanted first (default: utf-8, utf-16, utf-32).
+    pub encodings: Vec<Encoding>,
+    /// The editor's `ClientCapabilities`, when an editor is attached.
+    pub editor_capabilities: Option<Value>,
+    /// Where server→client traffic goes besides the client's own bookkeeping.
+    pub upstream: Option<Arc<dyn super::Upstream>>,
+}
+
+/// Who sent a server→client message, for the [`super::Upstream`].
+#[derive(Debug, Clone)]
+pub struct ClientRef {
+    pub serial: u64,
+    pub name: String,
+}
+
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl LspClient {
     /// Spawns `spec`'s command in `root`, runs `initialize`/`initialized` and returns the
@@ -176,6 +296,7 @@ impl LspClient {
         program: &Path,
         root: &Path,
         timeout: Duration,
+        options: &StartOptions,
     ) -> Result<LspClient, BackendError> {
         let start_failed = |message: String| BackendError::StartFailed {
             server: spec.name.clone(),
@@ -215,53 +336,94 @@ impl LspClient {
         }));
         let router_state = shared.clone();
         let server_name = spec.name.clone();
+        let upstream = options.upstream.clone();
+        let me = ClientRef {
+            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            name: spec.name.clone(),
+        };
+        let serial = me.serial;
         let (mainloop, mut server) = MainLoop::new_client(move |_server| {
             let mut router = Router::new(router_state);
+            let up = Relay { link: upstream, me };
             router
-                .request::<WorkspaceConfiguration, _>(|state, params| {
-                    let settings = lock(state).settings.clone();
-                    let answers: Vec<Value> = params
-                        .items
-                        .iter()
-                        .map(|item| match &item.section {
-                            Some(section) => lookup(&settings, section),
-                            None => settings.clone(),
-                        })
-                        .collect();
-                    std::future::ready(Ok(answers))
+                .request::<WorkspaceConfiguration, _>({
+                    let up = up.clone();
+                    move |state, params| {
+                        let settings = lock(state).settings.clone();
+                        if settings.is_null()
+                            && let Some(forward) = up.request::<WorkspaceConfiguration>(params.clone())
+                        {
+                            return forward;
+                        }
+                        let answers: Vec<Value> = params
+                            .items
+                            .iter()
+                            .map(|item| match &item.section {
+                                Some(section) => lookup(&settings, section),
+                                None => settings.clone(),
+                            })
+                            .collect();
+                        Box::pin(std::future::ready(Ok(answers)))
+                    }
                 })
-                .request::<RegisterCapability, _>(|_, _| std::future::ready(Ok(())))
-                .request::<UnregisterCapability, _>(|_, _| std::future::ready(Ok(())))
-                .request::<WorkDoneProgressCreate, _>(|_, _| std::future::ready(Ok(())))
+                .request::<RegisterCapability, _>({
+                    let up = up.clone();
+                    move |_, params| up.request::<RegisterCapability>(params).unwrap_or_else(|| ok(()))
+                })
+                .request::<UnregisterCapability, _>({
+                    let up = up.clone();
+                    move |_, params| up.request::<UnregisterCapability>(params).unwrap_or_else(|| ok(()))
+                })
+                .request::<WorkDoneProgressCreate, _>({
+                    let up = up.clone();
+                    move |_, params| up.request::<WorkDoneProgressCreate>(params).unwrap_or_else(|| ok(()))
+                })
                 .request::<WorkspaceFoldersRequest, _>(|state, _| {
                     std::future::ready(Ok(Some(lock(state).folders.clone())))
                 })
-                .request::<ShowMessageRequest, _>(|_, params| {
-                    tracing::info!("server asks: {}", params.message);
-                    std::future::ready(Ok(None))
-                })
-                .notification::<Progress>(|state, params| {
-                    let token = match params.token {
-                        NumberOrString::Number(n) => n.to_string(),
-                        NumberOrString::String(s) => s,
-                    };
-                    let mut shared = lock(state);
-                    match params.value {
-                        ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(_)) => {
-                            shared.active_progress.insert(token);
-                            shared.progress_begun += 1;
-                        }
-                        ProgressParamsValue::WorkDone(WorkDoneProgress::End(_)) => {
-                            shared.active_progress.remove(&token);
-                        }
-                        ProgressParamsValue::WorkDone(WorkDoneProgress::Report(_)) => {}
+                .request::<ShowMessageRequest, _>({
+                    let up = up.clone();
+                    move |_, params| {
+                        up.request::<ShowMessageRequest>(params.clone()).unwrap_or_else(|| {
+                            tracing::info!("server asks: {}", params.message);
+                            ok(None)
+                        })
                     }
-                    shared.last_progress = Some(Instant::now());
-                    ControlFlow::Continue(())
                 })
-                .notification::<PublishDiagnostics>(|state, params| {
-                    lock(state).diagnostics.insert(params.uri, (params.version, params.diagnostics, Instant::now()));
-                    ControlFlow::Continue(())
+                .notification::<Progress>({
+                    let up = up.clone();
+                    move |state, params| {
+                        let token = match &params.token {
+                            NumberOrString::Number(n) => n.to_string(),
+                            NumberOrString::String(s) => s.clone(),
+                        };
+                        {
+                            let mut shared = lock(state);
+                            match &params.value {
+                                ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(_)) => {
+                                    shared.active_progress.insert(token);
+                                    shared.progress_begun += 1;
+                                }
+                                ProgressParamsValue::WorkDone(WorkDoneProgress::End(_)) => {
+                                    shared.active_progress.remove(&token);
+                                }
+                                ProgressParamsValue::WorkDone(WorkDoneProgress::Report(_)) => {}
+                            }
+                            shared.last_progress = Some(Instant::now());
+                        }
+                        up.notify::<Progress>(&params);
+                        ControlFlow::Continue(())
+                    }
+                })
+                .notification::<PublishDiagnostics>({
+                    let up = up.clone();
+                    move |state, params| {
+                        up.notify::<PublishDiagnostics>(&params);
+                        lock(state)
+                            .diagnostics
+                            .insert(params.uri, (params.version, params.diagnostics, Instant::now()));
+                        ControlFlow::Continue(())
+                    }
                 })
                 .notification::<ServerStatus>(|state, params| {
                     let mut shared = lock(state);
@@ -281,33 +443,73 @@ impl LspClient {
                     shared.last_progress = Some(Instant::now());
                     ControlFlow::Continue(())
                 })
-                .notification::<LogMessage>(move |_, params| {
-                    tracing::debug!("server log: {}", params.message);
-                    ControlFlow::Continue(())
+                .notification::<LogMessage>({
+                    let up = up.clone();
+                    move |_, params| {
+                        tracing::debug!("server log: {}", params.message);
+                        up.notify::<LogMessage>(&params);
+                        ControlFlow::Continue(())
+                    }
                 })
-                .notification::<ShowMessage>(|_, params| {
-                    tracing::info!("server message: {}", params.message);
-                    ControlFlow::Continue(())
+                .notification::<ShowMessage>({
+                    let up = up.clone();
+                    move |_, params| {
+                        tracing::info!("server message: {}", params.message);
+                        up.notify::<ShowMessage>(&params);
+                        ControlFlow::Continue(())
+                    }
                 })
-                .unhandled_notification(|_, notification| {
-                    tracing::trace!("ignored notification {}", notification.method);
-                    ControlFlow::Continue(())
+                .unhandled_notification({
+                    let up = up.clone();
+                    move |_, notification| {
+                        tracing::trace!("notification {}", notification.method);
+                        up.notify_any(&notification.method, notification.params);
+                        ControlFlow::Continue(())
+                    }
+                })
+                .unhandled_request(move |_, request| {
+                    let method = request.method.clone();
+                    up.request_any(request.method, request.params).unwrap_or_else(|| {
+                        Box::pin(std::future::ready(Err(async_lsp::ResponseError::new(
+                            async_lsp::ErrorCode::METHOD_NOT_FOUND,
+                            format!("filepuff does not handle {method}"),
+                        ))))
+                    })
                 });
             ServiceBuilder::new().layer(CatchUnwindLayer::default()).layer(ConcurrencyLayer::default()).service(router)
         });
+        let (exited_tx, exited) = tokio::sync::watch::channel(false);
         let mainloop = tokio::spawn(async move {
             if let Err(err) = mainloop.run_buffered(stdout.compat(), stdin.compat_write()).await {
                 tracing::debug!(server = %server_name, "main loop ended: {err}");
             }
+            let _ = exited_tx.send(true);
         });
 
+        let encodings = match spec.position_encoding {
+            Some(forced) => vec![forced],
+            None if options.encodings.is_empty() => vec![Encoding::Utf8, Encoding::Utf16, Encoding::Utf32],
+            None => options.encodings.clone(),
+        };
+        let capabilities = match &options.editor_capabilities {
+            Some(editor) => editor_capabilities(editor, &encodings),
+            None => own_capabilities(&encodings),
+        };
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(capabilities).unwrap_or_else(|_| ClientCapabilities {
+                general: Some(GeneralClientCapabilities {
+                    position_encodings: Some(vec![PositionEncodingKind::UTF16]),
+                    ..GeneralClientCapabilities::default()
+                }),
+                ..ClientCapabilities::default()
+            });
         let params = InitializeParams {
             process_id: Some(std::process::id()),
             // Deprecated in 3.17 in favour of workspaceFolders, which we send too; older
             // servers still read it.
             #[allow(deprecated)]
             root_uri: Some(root_uri),
-            capabilities: client_capabilities(),
+            capabilities,
             initialization_options: spec.initialization_options.clone(),
             workspace_folders: Some(folders),
             client_info: Some(lsp_types::ClientInfo {
@@ -346,8 +548,10 @@ impl LspClient {
             capabilities: initialized.capabilities,
             server_info,
             shared,
-            synced: tokio::sync::Mutex::new(HashMap::new()),
+            synced: Mutex::new(HashMap::new()),
             mainloop,
+            exited,
+            serial,
             child: Mutex::new(Some(child)),
             pid,
             started: Instant::now(),
@@ -356,6 +560,207 @@ impl LspClient {
             next_id: Mutex::new(1),
             watcher: Mutex::new(None),
         })
+    }
+
+    fn synced(&self) -> std::sync::MutexGuard<'_, HashMap<Url, Synced>> {
+        self.synced.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn crashed(&self, err: async_lsp::Error) -> BackendError {
+        BackendError::Crashed { server: self.name.clone(), message: err.to_string() }
+    }
+
+    /// Becomes true (or closes) when the main loop ends: the process exited, closed its
+    /// output, or the client was stopped.
+    pub fn exit_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.exited.clone()
+    }
+
+    /// How the server wants document changes (LSP `TextDocumentSyncKind`); incremental when it
+    /// did not say.
+    fn sync_kind(&self) -> lsp_types::TextDocumentSyncKind {
+        match &self.capabilities.text_document_sync {
+            Some(lsp_types::TextDocumentSyncCapability::Kind(kind)) => *kind,
+            Some(lsp_types::TextDocumentSyncCapability::Options(options)) => {
+                options.change.unwrap_or(lsp_types::TextDocumentSyncKind::INCREMENTAL)
+            }
+            None => lsp_types::TextDocumentSyncKind::INCREMENTAL,
+        }
+    }
+
+    /// The editor opened `uri` at `version` (its `didOpen`): the server gets `didOpen` with the
+    /// editor's version, and the document is pinned. A document filepuff had opened on its own
+    /// (from disk, for a tool) is closed and opened again, since versions must only grow. When
+    /// the server already has exactly this version (a concurrent re-sync got there first),
+    /// nothing is sent.
+    pub fn open_editor_document(
+        &self,
+        uri: &Url,
+        language_id: &str,
+        version: i32,
+        text: &Rope,
+    ) -> Result<(), BackendError> {
+        let mut synced = self.synced();
+        match synced.get_mut(uri) {
+            Some(doc) if doc.pinned && doc.version >= version => {
+                doc.used = Instant::now();
+                return Ok(());
+            }
+            Some(_) => {
+                synced.remove(uri);
+                self.server
+                    .notify::<lsp_types::notification::DidCloseTextDocument>(lsp_types::DidCloseTextDocumentParams {
+                        text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                    })
+                    .map_err(|err| self.crashed(err))?;
+            }
+            None => {}
+        }
+        self.server
+            .notify::<lsp_types::notification::DidOpenTextDocument>(DidOpenTextDocumentParams {
+                text_document: TextDocumentItem {
+                    uri: uri.clone(),
+                    language_id: language_id.to_owned(),
+                    version,
+                    text: text.to_string(),
+                },
+            })
+            .map_err(|err| self.crashed(err))?;
+        let now = Instant::now();
+        synced.insert(uri.clone(), Synced { version, text: text.clone(), sent: now, used: now, pinned: true });
+        Ok(())
+    }
+
+    /// The editor changed `uri` from `previous` to `version` (its `didChange`), `changes` being
+    /// its content changes already expressed in this server's encoding, `text` the result.
+    ///
+    /// When the server holds exactly `previous`, the changes go as they are (or the whole text,
+    /// for a server that syncs fully). When it already holds `version` (a re-sync after a
+    /// restart read the newer text), nothing is sent. Otherwise the server gets whatever brings
+    /// it from the text it holds to `text`: a `didOpen`, or one computed change.
+    pub fn change_editor_document(
+        &self,
+        uri: &Url,
+        language_id: &str,
+        previous: i32,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+        text: &Rope,
+    ) -> Result<(), BackendError> {
+        let mut synced = self.synced();
+        let Some(doc) = synced.get_mut(uri) else {
+            drop(synced);
+            return self.open_editor_document(uri, language_id, version, text);
+        };
+        if doc.version == version && doc.pinned {
+            return Ok(());
+        }
+        let content_changes = if self.sync_kind() == lsp_types::TextDocumentSyncKind::FULL {
+            vec![TextDocumentContentChangeEvent { range: None, range_length: None, text: text.to_string() }]
+        } else if doc.version == previous && doc.pinned {
+            changes
+        } else {
+            vec![incremental_change(&doc.text, text, self.encoding)]
+        };
+        if self.sync_kind() == lsp_types::TextDocumentSyncKind::NONE {
+            return Ok(());
+        }
+        // A document filepuff opened itself carries filepuff's own version numbers; continue
+        // above them so the server never sees a version go down.
+        let version = if doc.pinned { version } else { version.max(doc.version + 1) };
+        self.server
+            .notify::<lsp_types::notification::DidChangeTextDocument>(DidChangeTextDocumentParams {
+                text_document: VersionedTextDocumentIdentifier { uri: uri.clone(), version },
+                content_changes,
+            })
+            .map_err(|err| self.crashed(err))?;
+        doc.version = version;
+        doc.text = text.clone();
+        doc.sent = Instant::now();
+        doc.used = doc.sent;
+        Ok(())
+    }
+
+    /// The editor closed `uri`: the server gets `didClose`.
+    pub fn close_editor_document(&self, uri: &Url) -> Result<(), BackendError> {
+        if self.synced().remove(uri).is_none() {
+            return Ok(());
+        }
+        self.server
+            .notify::<lsp_types::notification::DidCloseTextDocument>(lsp_types::DidCloseTextDocumentParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+            })
+            .map_err(|err| self.crashed(err))
+    }
+
+    /// The editor saved `uri`: the server gets `didSave`, with the text when it asked for it
+    /// (`textDocumentSync.save.includeText`).
+    pub fn save_editor_document(&self, uri: &Url, text: &Rope) -> Result<(), BackendError> {
+        if !self.synced().contains_key(uri) {
+            return Ok(());
+        }
+        let include_text = match &self.capabilities.text_document_sync {
+            Some(lsp_types::TextDocumentSyncCapability::Options(options)) => matches!(
+                &options.save,
+                Some(lsp_types::TextDocumentSyncSaveOptions::SaveOptions(lsp_types::SaveOptions {
+                    include_text: Some(true)
+                }))
+            ),
+            _ => false,
+        };
+        self.server
+            .notify::<lsp_types::notification::DidSaveTextDocument>(lsp_types::DidSaveTextDocumentParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                text: include_text.then(|| text.to_string()),
+            })
+            .map_err(|err| self.crashed(err))
+    }
+
+    /// How many documents the server has open.
+    pub fn synced_count(&self) -> usize {
+        self.synced().len()
+    }
+
+    /// Whether the editor has documents open on this server (it must then keep running).
+    pub fn has_editor_documents(&self) -> bool {
+        self.synced().values().any(|doc| doc.pinned)
+    }
+
+    /// Sends any request as it is (`method`, JSON `params`) and returns its pending answer
+    /// with the id it was sent under, for [`LspClient::cancel`]. The request is queued before
+    /// this returns, so it reaches the server after every notification sent before it.
+    pub fn forward(&self, method: &str, params: Value) -> Result<(i32, Answer<Value>), BackendError> {
+        use tower::Service;
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let request: async_lsp::AnyRequest =
+            serde_json::from_value(serde_json::json!({ "id": 0, "method": method, "params": params }))
+                .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })?;
+        let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+        let id = *next;
+        *next += 1;
+        let mut socket = self.server.clone();
+        Ok((id, Box::pin(socket.call(request))))
+    }
+
+    /// Tells the server to drop request `id` (`$/cancelRequest`).
+    pub fn cancel(&self, id: i32) {
+        let _ = self
+            .server
+            .notify::<lsp_types::notification::Cancel>(lsp_types::CancelParams { id: NumberOrString::Number(id) });
+    }
+
+    /// Sends any notification as it is.
+    pub fn notify_any(&self, method: &str, params: Value) -> Result<(), BackendError> {
+        use async_lsp::LspService;
+        let notification: async_lsp::AnyNotification =
+            serde_json::from_value(serde_json::json!({ "method": method, "params": params }))
+                .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })?;
+        let mut socket = self.server.clone();
+        match LspService::notify(&mut socket, notification) {
+            ControlFlow::Continue(()) => Ok(()),
+            ControlFlow::Break(Err(err)) => Err(self.crashed(err)),
+            ControlFlow::Break(Ok(())) => Ok(()),
+        }
     }
 
     /// Whether the process and its main loop are still running.
@@ -426,7 +831,7 @@ impl LspClient {
     /// incremental `didChange` (one range: the span between the common prefix and suffix of the
     /// old and new text, in this server's encoding) whenever the text differs.
     pub async fn sync(&self, uri: &Url, language_id: &str, text: &Rope) -> Result<(), BackendError> {
-        let mut synced = self.synced.lock().await;
+        let mut synced = self.synced();
         let crashed =
             |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
         match synced.get_mut(uri) {
@@ -444,7 +849,13 @@ impl LspClient {
                     .map_err(crashed)?;
                 synced.insert(
                     uri.clone(),
-                    Synced { version: 1, text: text.clone(), sent: Instant::now(), used: Instant::now() },
+                    Synced {
+                        version: 1,
+                        text: text.clone(),
+                        sent: Instant::now(),
+                        used: Instant::now(),
+                        pinned: false,
+                    },
                 );
             }
             Some(doc) if doc.text != *text => {
@@ -470,7 +881,7 @@ impl LspClient {
     /// new text when the server has the document open, and `workspace/didChangeWatchedFiles`
     /// either way (LSP 3.17), so its view of files it did not open is refreshed too.
     pub async fn file_changed(&self, uri: &Url, language_id: &str, text: &Rope) -> Result<(), BackendError> {
-        let is_open = self.synced.lock().await.contains_key(uri);
+        let is_open = self.synced().contains_key(uri);
         if is_open {
             self.sync(uri, language_id, text).await?;
         }
@@ -509,7 +920,7 @@ impl LspClient {
                 Err(err) => tracing::debug!("pull diagnostics failed, waiting for published ones: {err}"),
             }
         }
-        let (version, sent) = match self.synced.lock().await.get(uri) {
+        let (version, sent) = match self.synced().get(uri) {
             Some(doc) => (doc.version, doc.sent),
             None => return Ok((Vec::new(), false)),
         };
@@ -546,9 +957,10 @@ impl LspClient {
         let crashed =
             |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
         {
-            let mut synced = self.synced.lock().await;
+            let mut synced = self.synced();
             for (uri, _) in &changes {
-                if synced.remove(uri).is_some() {
+                // The editor's buffer, not the disk, is the truth of a pinned document.
+                if synced.get(uri).is_some_and(|doc| !doc.pinned) && synced.remove(uri).is_some() {
                     server
                         .did_close(lsp_types::DidCloseTextDocumentParams {
                             text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
@@ -569,9 +981,12 @@ impl LspClient {
     /// Closes (`didClose`) the documents no request needed for `max_age`; a later request opens
     /// them again with their then-current text.
     pub async fn close_idle_documents(&self, max_age: Duration) {
-        let mut synced = self.synced.lock().await;
-        let idle: Vec<Url> =
-            synced.iter().filter(|(_, doc)| doc.used.elapsed() >= max_age).map(|(u, _)| u.clone()).collect();
+        let mut synced = self.synced();
+        let idle: Vec<Url> = synced
+            .iter()
+            .filter(|(_, doc)| !doc.pinned && doc.used.elapsed() >= max_age)
+            .map(|(u, _)| u.clone())
+            .collect();
         for uri in idle {
             synced.remove(&uri);
             let mut server = self.server.clone();
@@ -583,7 +998,7 @@ impl LspClient {
 
     /// The version filepuff last sent for `uri`.
     pub async fn synced_version(&self, uri: &Url) -> Option<i32> {
-        self.synced.lock().await.get(uri).map(|doc| doc.version)
+        self.synced().get(uri).map(|doc| doc.version)
     }
 
     /// Every document's latest published diagnostics.
@@ -745,9 +1160,12 @@ mod tests {
             settings: None,
             install_hint: String::new(),
             disabled: false,
+            position_encoding: None,
         };
         let Some(python) = crate::backends::find_program("python3") else { return };
-        let client = LspClient::start(&spec, &python, dir.path(), Duration::from_secs(10)).await.unwrap();
+        let client = LspClient::start(&spec, &python, dir.path(), Duration::from_secs(10), &StartOptions::default())
+            .await
+            .unwrap();
         assert_eq!(client.encoding, Encoding::Utf16);
         let uri = Url::from_file_path(dir.path().join("a.go")).unwrap();
         client.sync(&uri, "go", &Rope::from_str("a😀b\n")).await.unwrap();

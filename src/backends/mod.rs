@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::documents::Language;
+use crate::documents::{Encoding, Language};
 use crate::workspace::{Config, LspConfig};
-pub use client::LspClient;
+pub use client::{ClientRef, LspClient, StartOptions};
 
 /// One language server: how to start it and what it serves.
 #[derive(Debug, Clone)]
@@ -42,6 +42,9 @@ pub struct ServerSpec {
     /// How to install the program, for errors and `filepuff doctor`.
     pub install_hint: String,
     pub disabled: bool,
+    /// The only position encoding offered to this server (`[servers.NAME] position_encoding`);
+    /// otherwise the editor's (behind `filepuff lsp`) or utf-8, utf-16, utf-32.
+    pub position_encoding: Option<Encoding>,
 }
 
 /// Why a language server could not answer.
@@ -74,6 +77,7 @@ pub fn default_specs() -> Vec<ServerSpec> {
         settings: None,
         install_hint: hint.to_owned(),
         disabled: false,
+        position_encoding: None,
     };
     vec![
         spec(
@@ -113,6 +117,13 @@ pub fn default_specs() -> Vec<ServerSpec> {
             &[Language::Python],
             &["pyproject.toml", "setup.py", "setup.cfg"],
             "pip install python-lsp-server",
+        ),
+        spec(
+            "ruff",
+            &["ruff", "server"],
+            &[Language::Python],
+            &["pyproject.toml", "ruff.toml", ".ruff.toml"],
+            "pip install ruff (or scripts/install-language-servers); list it in [languages.python] servers to run it beside a type checker",
         ),
         spec(
             "typescript-language-server",
@@ -157,6 +168,7 @@ pub fn specs(config: &Config) -> Vec<ServerSpec> {
                         settings: None,
                         install_hint: format!("install the program of [servers.{name}] command"),
                         disabled: false,
+                        position_encoding: None,
                     },
                 );
                 0
@@ -180,6 +192,9 @@ pub fn specs(config: &Config) -> Vec<ServerSpec> {
             spec.settings = Some(settings);
         }
         spec.disabled = over.disabled;
+        if let Some(encoding) = over.position_encoding.as_deref().and_then(Encoding::from_lsp_name) {
+            spec.position_encoding = Some(encoding);
+        }
     }
     specs.retain(|s| !s.command.is_empty());
     specs
@@ -208,8 +223,11 @@ pub struct Acquired {
     pub restarted: bool,
 }
 
+/// A client's identity: (server name, project root).
+type ClientKey = (String, PathBuf);
+
 /// Running clients by (server name, project root).
-type ClientMap = Mutex<HashMap<(String, PathBuf), Arc<LspClient>>>;
+type ClientMap = Mutex<HashMap<ClientKey, Arc<LspClient>>>;
 
 /// The registry of running clients and the runtime they live on.
 pub struct Backends {
@@ -222,6 +240,42 @@ pub struct Backends {
     failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
     /// Programs found on PATH, by command (looked up once per process; `doctor` looks again).
     programs: Mutex<HashMap<String, Option<PathBuf>>>,
+    /// `[languages.NAME] servers`, by language.
+    languages: HashMap<Language, Vec<String>>,
+    /// One lock per (server, root) being started.
+    starting: Mutex<HashMap<ClientKey, Arc<Mutex<()>>>>,
+    /// The editor, behind `filepuff lsp`.
+    attached: OnceLock<Attached>,
+}
+
+/// The editor side of `filepuff lsp`, as the backends see it: where server→client traffic
+/// goes, and who re-syncs a restarted server.
+///
+/// Called from the backends' runtime (notifications in the order the server sent them) and
+/// from whichever thread started a server ([`Upstream::started`]); implementations must not
+/// block.
+pub trait Upstream: Send + Sync {
+    /// A server notification (`textDocument/publishDiagnostics`, `$/progress`,
+    /// `window/logMessage`, …), params as the server sent them (its position encoding).
+    fn notification(&self, from: &ClientRef, method: &str, params: Value);
+    /// A server request the client does not answer itself (`workspace/applyEdit`,
+    /// `window/showMessageRequest`, `client/registerCapability`, refreshes, …).
+    fn request(
+        &self,
+        from: &ClientRef,
+        method: &str,
+        params: Value,
+    ) -> futures::future::BoxFuture<'static, Result<Value, async_lsp::ResponseError>>;
+    /// A server started (first time or after a crash): open the editor's documents on it.
+    fn started(&self, client: &Arc<LspClient>);
+    /// A server's process ended.
+    fn exited(&self, client: &Arc<LspClient>);
+}
+
+struct Attached {
+    upstream: Arc<dyn Upstream>,
+    capabilities: Value,
+    encoding: Encoding,
 }
 
 impl std::fmt::Debug for Backends {
@@ -241,6 +295,13 @@ impl Backends {
             clients: Arc::new(Mutex::new(HashMap::new())),
             failures: Mutex::new(HashMap::new()),
             programs: Mutex::new(HashMap::new()),
+            languages: config
+                .languages
+                .iter()
+                .filter_map(|(name, language)| Some((Language::from_name(name)?, language.servers.clone()?)))
+                .collect(),
+            starting: Mutex::new(HashMap::new()),
+            attached: OnceLock::new(),
         }
     }
 
@@ -261,19 +322,22 @@ impl Backends {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let handle = self
-            .runtime
+        let task = self.runtime().spawn(future);
+        match futures::executor::block_on(task) {
+            Ok(output) => output,
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
+    }
+
+    /// The backends' runtime, started (with the idle reaper) on first use.
+    fn runtime(&self) -> tokio::runtime::Handle {
+        self.runtime
             .get_or_init(|| {
                 let handle = start_runtime();
                 handle.spawn(reap_idle(Arc::downgrade(&self.clients), self.config.idle_shutdown_secs));
                 handle
             })
-            .clone();
-        let task = handle.spawn(future);
-        match futures::executor::block_on(task) {
-            Ok(output) => output,
-            Err(err) => std::panic::resume_unwind(err.into_panic()),
-        }
+            .clone()
     }
 
     /// The server for `language`: the first enabled one whose program is installed.
@@ -285,14 +349,7 @@ impl Backends {
             self.specs.iter().filter(|s| !s.disabled && s.languages.contains(&language)).collect();
         let first = candidates.first().ok_or(BackendError::NoServer { language: language.name() })?;
         for spec in &candidates {
-            let program = self
-                .programs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(spec.command[0].clone())
-                .or_insert_with(|| find_program(&spec.command[0]))
-                .clone();
-            if let Some(program) = program {
+            if let Some(program) = self.program(&spec.command[0]) {
                 return Ok((spec, program));
             }
         }
@@ -322,11 +379,146 @@ impl Backends {
         self.root.clone()
     }
 
-    /// The running client for `path`'s language and project, started (or restarted) if needed.
+    /// Every server for `language`, in order: `[languages.NAME] servers` when configured (the
+    /// installed ones among them), else the one [`Backends::spec_for`] picks.
+    ///
+    /// Errors: as [`Backends::spec_for`]; with a configured list, [`BackendError::NotInstalled`]
+    /// for its first server when none of them is installed.
+    pub fn specs_for(&self, language: Language) -> Result<Vec<(&ServerSpec, PathBuf)>, BackendError> {
+        let Some(names) = self.languages.get(&language) else {
+            return self.spec_for(language).map(|found| vec![found]);
+        };
+        let mut found = Vec::new();
+        let mut first_missing = None;
+        for name in names {
+            let Some(spec) = self.specs.iter().find(|s| s.name == *name && !s.disabled) else { continue };
+            match self.program(&spec.command[0]) {
+                Some(program) => found.push((spec, program)),
+                None => {
+                    first_missing.get_or_insert(spec);
+                }
+            }
+        }
+        if found.is_empty() {
+            return Err(match first_missing {
+                Some(spec) => BackendError::NotInstalled {
+                    server: spec.name.clone(),
+                    command: spec.command[0].clone(),
+                    install_hint: spec.install_hint.clone(),
+                },
+                None => BackendError::NoServer { language: language.name() },
+            });
+        }
+        Ok(found)
+    }
+
+    fn program(&self, command: &str) -> Option<PathBuf> {
+        self.programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(command.to_owned())
+            .or_insert_with(|| find_program(command))
+            .clone()
+    }
+
+    /// The running client for `path`'s language and project (the first server of the
+    /// language), started (or restarted) if needed.
     pub fn acquire(&self, path: &Path, language: Language) -> Result<Acquired, BackendError> {
-        let (spec, program) = self.spec_for(language)?;
+        let (spec, program) = self.specs_for(language)?.swap_remove(0);
         let root = self.project_root(spec, path);
+        self.acquire_spec(spec, program, root)
+    }
+
+    /// The clients of every server for `path`'s language ([`Backends::specs_for`]), each
+    /// started if needed. Servers that fail to start are left out and logged; the error is
+    /// returned only when none could be had.
+    pub fn acquire_all(&self, path: &Path, language: Language) -> Result<Vec<Acquired>, BackendError> {
+        let mut clients = Vec::new();
+        let mut first_error = None;
+        for (spec, program) in self.specs_for(language)? {
+            let root = self.project_root(spec, path);
+            match self.acquire_spec(spec, program, root) {
+                Ok(acquired) => clients.push(acquired),
+                Err(err) => {
+                    tracing::warn!("{err}");
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        match first_error {
+            Some(err) if clients.is_empty() => Err(err),
+            _ => Ok(clients),
+        }
+    }
+
+    /// Starts `client`'s server again in the same project root (after it died), unless it was
+    /// already replaced or stopped on purpose. Returns the new client, or `None` when there is
+    /// nothing to restart.
+    pub fn restart(&self, client: &Arc<LspClient>) -> Option<Result<Acquired, BackendError>> {
+        let key = (client.name.clone(), client.root.clone());
+        {
+            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            match clients.get(&key) {
+                Some(current) if Arc::ptr_eq(current, client) => {
+                    clients.remove(&key);
+                }
+                _ => return None,
+            }
+        }
+        let spec = self.specs.iter().find(|s| s.name == client.name)?;
+        let Some(program) = self.program(&spec.command[0]) else {
+            return Some(Err(BackendError::NotInstalled {
+                server: spec.name.clone(),
+                command: spec.command[0].clone(),
+                install_hint: spec.install_hint.clone(),
+            }));
+        };
+        Some(
+            self.acquire_spec(spec, program, client.root.clone())
+                .map(|acquired| Acquired { restarted: true, ..acquired }),
+        )
+    }
+
+    /// The client of server `name` in project `root`, if it was started (alive or not: a dead
+    /// one is being restarted).
+    pub fn running_client(&self, name: &str, root: &Path) -> Option<Arc<LspClient>> {
+        let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients.iter().find(|((n, r), _)| n == name && r == root).map(|(_, client)| client.clone())
+    }
+
+    /// The running client with this [`LspClient::serial`].
+    pub fn by_serial(&self, serial: u64) -> Option<Arc<LspClient>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).values().find(|c| c.serial == serial).cloned()
+    }
+
+    /// Attaches the editor of `filepuff lsp`: servers started from now on are offered
+    /// `encoding` (unless `[servers.NAME] position_encoding` says otherwise), get the editor's
+    /// `capabilities` (see the client's `editor_capabilities`), send their server→client
+    /// traffic to `upstream`, and are watched: when one exits, `upstream.exited` is told.
+    /// Only the first call counts.
+    pub fn attach_upstream(&self, upstream: Arc<dyn Upstream>, capabilities: Value, encoding: Encoding) {
+        let _ = self.attached.set(Attached { upstream, capabilities, encoding });
+    }
+
+    /// Stops every running server (`shutdown`, `exit`, then the process), waiting at most a few
+    /// seconds in all. For the editor's `shutdown`.
+    pub fn stop_all(&self) {
+        let clients: Vec<Arc<LspClient>> =
+            self.clients.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
+        if clients.is_empty() {
+            return;
+        }
+        self.run(async move {
+            let stops = clients.iter().map(|client| client.stop());
+            let _ = tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(stops)).await;
+        });
+    }
+
+    fn acquire_spec(&self, spec: &ServerSpec, program: PathBuf, root: PathBuf) -> Result<Acquired, BackendError> {
         let key = (spec.name.clone(), root.clone());
+        // One start per (server, root) at a time: a second caller waits and takes its result.
+        let gate = self.starting.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone();
+        let _started = gate.lock().unwrap_or_else(|e| e.into_inner());
         let mut restarted = false;
         {
             let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
@@ -352,13 +544,33 @@ impl Backends {
         }
         let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
         let spec_owned = spec.clone();
-        let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout).await });
+        let options = match self.attached.get() {
+            Some(attached) => StartOptions {
+                encodings: vec![attached.encoding],
+                editor_capabilities: Some(attached.capabilities.clone()),
+                upstream: Some(attached.upstream.clone()),
+            },
+            None => StartOptions::default(),
+        };
+        let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout, &options).await });
         match started {
             Ok(client) => {
                 self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 let client = Arc::new(client);
                 self.watch(&client, spec);
                 self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key, client.clone());
+                if let Some(attached) = self.attached.get() {
+                    let upstream = attached.upstream.clone();
+                    let mut exited = client.exit_signal();
+                    let weak = Arc::downgrade(&client);
+                    self.runtime().spawn(async move {
+                        let _ = exited.wait_for(|done| *done).await;
+                        if let Some(client) = weak.upgrade() {
+                            upstream.exited(&client);
+                        }
+                    });
+                    attached.upstream.started(&client);
+                }
                 Ok(Acquired { client, restarted })
             }
             Err(err) => {
@@ -426,8 +638,7 @@ impl Backends {
         }
         client.set_watcher(watcher);
         let weak = Arc::downgrade(client);
-        let handle = self.runtime.get_or_init(start_runtime).clone();
-        handle.spawn(async move {
+        self.runtime().spawn(async move {
             while let Some(first) = rx.recv().await {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 let mut batch = vec![first];
@@ -517,7 +728,7 @@ async fn reap_idle(clients: std::sync::Weak<ClientMap>, idle_secs: u64) {
         let all: Vec<((String, PathBuf), Arc<LspClient>)> =
             clients.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, c)| (k.clone(), c.clone())).collect();
         for (key, client) in all {
-            if idle_secs > 0 && client.idle_for() >= Duration::from_secs(idle_secs) {
+            if idle_secs > 0 && client.idle_for() >= Duration::from_secs(idle_secs) && !client.has_editor_documents() {
                 tracing::info!(server = %client.name, "idle for {idle_secs} s; shutting down");
                 clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 client.stop().await;

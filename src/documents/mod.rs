@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use dashmap::DashMap;
+use lsp_types::TextDocumentContentChangeEvent;
 use ropey::Rope;
 
 pub use language::Language;
+pub use position::Encoding;
 
 /// An open document: the editor's buffer.
 #[derive(Debug, Clone)]
@@ -25,6 +27,33 @@ pub struct Document {
     pub version: i32,
     /// The LSP language identifier the editor gave at `didOpen`.
     pub language_id: String,
+}
+
+/// What [`DocumentStore::apply_changes`] did.
+#[derive(Debug, Clone)]
+pub struct AppliedChanges {
+    /// The buffer's version before the changes.
+    pub previous_version: i32,
+    /// The buffer's text after them.
+    pub text: Rope,
+    /// The changes with ranges in each requested target encoding, in order.
+    pub translated: Vec<Vec<TextDocumentContentChangeEvent>>,
+}
+
+/// Why an editor change could not be applied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeError {
+    #[error("{path} is not open (didChange without didOpen)")]
+    NotOpen { path: PathBuf },
+}
+
+fn from_lsp(position: lsp_types::Position) -> position::Position {
+    position::Position { line: position.line, character: position.character }
+}
+
+fn to_lsp(position: position::Position) -> lsp_types::Position {
+    lsp_types::Position { line: position.line, character: position.character }
 }
 
 /// Where a piece of text came from.
@@ -109,6 +138,64 @@ impl DocumentStore {
             Some(document) => Err(Some(document.version)),
             None => Err(None),
         }
+    }
+
+    /// Applies an editor's `textDocument/didChange` (LSP 3.17) to an open buffer: each content
+    /// change in order, ranges counted in `encoding` (a change without a range replaces the whole
+    /// text), and sets the buffer's version to `version`.
+    ///
+    /// Returns the version the changes were made against, the new text (an O(1) snapshot), and
+    /// the same changes re-expressed for each encoding in `targets` (index-aligned): every range
+    /// is converted against the text as it stood just before that change, so a server that
+    /// applies them in order in its own encoding ends with the same text. Each change costs
+    /// O(log n) in the document plus the lengths of the lines its ends fall on.
+    ///
+    /// Errors: [`ChangeError::NotOpen`] when `path` is not open. Out-of-range positions clamp
+    /// (see [`position::position_to_offset`]); a range whose end precedes its start is empty.
+    pub fn apply_changes(
+        &self,
+        path: &Path,
+        version: i32,
+        changes: &[TextDocumentContentChangeEvent],
+        encoding: Encoding,
+        targets: &[Encoding],
+    ) -> Result<AppliedChanges, ChangeError> {
+        let mut document =
+            self.documents.get_mut(path).ok_or_else(|| ChangeError::NotOpen { path: path.to_path_buf() })?;
+        let mut translated: Vec<Vec<TextDocumentContentChangeEvent>> =
+            targets.iter().map(|_| Vec::with_capacity(changes.len())).collect();
+        for change in changes {
+            let Some(range) = change.range else {
+                document.text = Rope::from_str(&change.text);
+                for out in &mut translated {
+                    out.push(change.clone());
+                }
+                continue;
+            };
+            let text = &document.text;
+            let (start, _) = position::position_to_offset(text, from_lsp(range.start), encoding);
+            let (end, _) = position::position_to_offset(text, from_lsp(range.end), encoding);
+            let end = end.max(start);
+            for (target, out) in targets.iter().zip(&mut translated) {
+                if *target == encoding {
+                    out.push(change.clone());
+                    continue;
+                }
+                let (start, _) = position::offset_to_position(text, start, *target);
+                let (end, _) = position::offset_to_position(text, end, *target);
+                out.push(TextDocumentContentChangeEvent {
+                    range: Some(lsp_types::Range { start: to_lsp(start), end: to_lsp(end) }),
+                    range_length: None,
+                    text: change.text.clone(),
+                });
+            }
+            let (start_char, end_char) = (text.byte_to_char(start), text.byte_to_char(end));
+            let rope = &mut document.text;
+            rope.remove(start_char..end_char);
+            rope.insert(start_char, &change.text);
+        }
+        let previous_version = std::mem::replace(&mut document.version, version);
+        Ok(AppliedChanges { previous_version, text: document.text.clone(), translated })
     }
 
     /// Forgets a buffer (LSP `textDocument/didClose`); the disk is the truth again.
@@ -237,6 +324,59 @@ mod tests {
         assert_eq!(store.get(&path).unwrap().version, 4);
         assert!(store.close(&path));
         assert_eq!(store.text(&path, 1024).unwrap().text.to_string(), "package main\n");
+    }
+
+    /// Applies changes the way a server does: in order, ranges in `encoding`.
+    fn replay(text: &str, changes: &[TextDocumentContentChangeEvent], encoding: Encoding) -> String {
+        let mut rope = Rope::from_str(text);
+        for change in changes {
+            match change.range {
+                None => rope = Rope::from_str(&change.text),
+                Some(range) => {
+                    let (start, _) = position::position_to_offset(&rope, from_lsp(range.start), encoding);
+                    let (end, _) = position::position_to_offset(&rope, from_lsp(range.end), encoding);
+                    let (start, end) = (rope.byte_to_char(start), rope.byte_to_char(end));
+                    rope.remove(start..end);
+                    rope.insert(start, &change.text);
+                }
+            }
+        }
+        rope.to_string()
+    }
+
+    #[test]
+    fn editor_changes_apply_in_order_and_translate_to_every_encoding() {
+        let store = DocumentStore::new();
+        let path = PathBuf::from("/w/a.go");
+        let original = "x := \"😀\" // é\r\ny := 1\n";
+        store.open(path.clone(), original, 1, "go".into());
+        let change = |(l1, c1): (u32, u32), (l2, c2): (u32, u32), text: &str| TextDocumentContentChangeEvent {
+            range: Some(lsp_types::Range {
+                start: lsp_types::Position { line: l1, character: c1 },
+                end: lsp_types::Position { line: l2, character: c2 },
+            }),
+            range_length: None,
+            text: text.to_owned(),
+        };
+        // In UTF-16 the emoji ends at column 8. Insert after it, then replace `é` (moved by the
+        // first change to column 16), then join the lines across the CRLF.
+        let changes = [change((0, 8), (0, 8), "🎉!"), change((0, 16), (0, 17), "e"), change((0, 17), (1, 0), " ")];
+        let targets = [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32];
+        let applied = store.apply_changes(&path, 2, &changes, Encoding::Utf16, &targets).unwrap();
+        let expected = "x := \"😀🎉!\" // e y := 1\n";
+        assert_eq!(applied.text.to_string(), expected);
+        assert_eq!(applied.previous_version, 1);
+        assert_eq!(store.get(&path).unwrap().version, 2);
+        for (encoding, translated) in targets.iter().zip(&applied.translated) {
+            assert_eq!(replay(original, translated, *encoding), expected, "{encoding:?}");
+        }
+        // The first change in UTF-8: `x := "` is 6 bytes, the emoji 4.
+        assert_eq!(applied.translated[0][0].range.unwrap().start.character, 10);
+        let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "new\n".into() };
+        let applied = store.apply_changes(&path, 3, &[full], Encoding::Utf16, &[Encoding::Utf8]).unwrap();
+        assert_eq!(applied.text.to_string(), "new\n");
+        let missing = store.apply_changes(Path::new("/w/b.go"), 1, &[], Encoding::Utf16, &[]);
+        assert!(matches!(missing, Err(ChangeError::NotOpen { .. })));
     }
 
     #[test]

@@ -164,6 +164,28 @@ pub fn position_to_offset(text: &Rope, position: Position, encoding: Encoding) -
     (line_start + byte, fidelity)
 }
 
+/// Re-expresses a [`Position`] counted in `from` units as one counted in `to` units, on the
+/// same line of `text` (a proxy translating between an editor's and a server's
+/// `positionEncoding`). Costs the length of the line.
+///
+/// A column inside a character or past the line's end clamps as in [`position_to_offset`]; a
+/// line past the end of the text is returned unchanged, marked [`Fidelity::Clamped`].
+pub fn convert_position(text: &Rope, position: Position, from: Encoding, to: Encoding) -> (Position, Fidelity) {
+    if from == to {
+        return (position, Fidelity::Exact);
+    }
+    let Some(line) = line_text(text, position.line as usize) else {
+        return (position, Fidelity::Clamped);
+    };
+    let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, from);
+    let units = match to {
+        Encoding::Utf8 => byte,
+        Encoding::Utf16 => line.byte_slice(..byte).chars().map(char::len_utf16).sum(),
+        Encoding::Utf32 => line.byte_slice(..byte).len_chars(),
+    };
+    (Position { line: position.line, character: to_u32(units) }, fidelity)
+}
+
 /// Converts a 1-based line and character column (the MCP/CLI unit) into a byte offset.
 ///
 /// Line or column 0 clamps to 1. See [`position_to_offset`] for the other clamps.

@@ -32,6 +32,8 @@ pub struct Config {
     pub index: IndexConfig,
     /// `[servers.NAME]`: overrides of the default language servers, or new ones.
     pub servers: std::collections::BTreeMap<String, ServerConfig>,
+    /// `[languages.NAME]`: which servers serve a language.
+    pub languages: std::collections::BTreeMap<String, LanguageConfig>,
 }
 
 /// `[lsp]`: how filepuff talks to language servers.
@@ -74,6 +76,20 @@ pub struct ServerConfig {
     pub settings: Option<toml::Value>,
     /// Never start this server.
     pub disabled: bool,
+    /// Offer only this `positionEncoding` (`utf-8`, `utf-16`, `utf-32`) to the server instead of
+    /// the editor's; filepuff translates positions where the two differ.
+    pub position_encoding: Option<String>,
+}
+
+/// `[languages.NAME]`: how one language is served.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LanguageConfig {
+    /// Every server that serves the language, in order (e.g. `["basedpyright", "ruff"]`):
+    /// diagnostics, completions, code actions and workspace symbols are merged from all of
+    /// them; single answers (definition, hover, formatting, …) come from the first that offers
+    /// the method. Default: the first installed server of the language.
+    pub servers: Option<Vec<String>>,
 }
 
 /// `[limits]`: sizes that protect memory and an agent's context.

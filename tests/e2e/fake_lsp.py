@@ -1,6 +1,7 @@
 """A minimal language server for supervision tests: answers initialize and shutdown, never
 answers textDocument/definition, and appends every message it receives (as JSON lines, tagged
-with its pid) to the file named by FAKE_LSP_LOG."""
+with its pid) to the file named by FAKE_LSP_LOG (if set). FAKE_LSP_ENCODING sets the
+positionEncoding it claims (default utf-16)."""
 
 import json
 import os
@@ -29,17 +30,20 @@ def send(message):
 
 
 def main():
-    log = open(os.environ["FAKE_LSP_LOG"], "a")
+    log = open(os.environ["FAKE_LSP_LOG"], "a") if os.environ.get("FAKE_LSP_LOG") else None
     while True:
         message = read_message()
         if message is None:
             return
-        log.write(json.dumps({"pid": os.getpid(), **message}) + "\n")
-        log.flush()
+        if log is not None:
+            log.write(json.dumps({"pid": os.getpid(), **message}) + "\n")
+            log.flush()
         method = message.get("method")
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
-                "capabilities": {"definitionProvider": True, "positionEncoding": "utf-16", "textDocumentSync": 2},
+                "capabilities": {"definitionProvider": True,
+                                 "positionEncoding": os.environ.get("FAKE_LSP_ENCODING", "utf-16"),
+                                 "textDocumentSync": 2},
                 "serverInfo": {"name": "fake", "version": "1"}}})
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})

@@ -1,0 +1,626 @@
+//! The LSP face: `filepuff lsp`, one stdio language server for the editor in front of every
+//! language server the workspace needs (DESIGN.md "The faces", "Data flow").
+//!
+//! The Engine owns the documents and the backends; this face only translates. In order:
+//! - **Lifecycle** (LSP 3.17 "Server lifetime"): `initialize` opens the workspace (the first
+//!   workspace folder, else `rootUri`, else `--root`, else the current directory), negotiates
+//!   `positionEncoding` (utf-8 when the editor offers it, else utf-16), starts the servers for
+//!   the languages found in the workspace and answers with the union of their capabilities
+//!   ([`capabilities`]). `shutdown` stops every server; `exit` ends the session.
+//! - **Text sync**: `didOpen`/`didChange`/`didSave`/`didClose` update the documents store in
+//!   arrival order (async-lsp runs notification handlers one at a time, in order) and are
+//!   mirrored at once to every server of the document's language, each in its own encoding
+//!   ([`crate::documents::DocumentStore::apply_changes`]).
+//! - **Requests** are routed by the document's language ([`route`]); positions are translated
+//!   only where a server's encoding differs from the editor's ([`translate`]), and each server
+//!   is offered the editor's encoding first, so usually nothing is translated and methods
+//!   filepuff does not know pass through safely.
+//! - **Server→editor traffic** (diagnostics, progress, messages, `workspace/applyEdit`,
+//!   registrations, refreshes) is merged and passed on by [`upstream`].
+//! - A server that dies is restarted and the editor's documents are opened on it again; the
+//!   editor sees a `window/logMessage`.
+
+mod capabilities;
+mod frame;
+mod route;
+mod translate;
+mod upstream;
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use async_lsp::concurrency::ConcurrencyLayer;
+use async_lsp::panic::CatchUnwindLayer;
+use async_lsp::{AnyEvent, AnyNotification, AnyRequest, ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
+use futures::future::BoxFuture;
+use lsp_types::{
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams, Url,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tower::ServiceBuilder;
+
+use crate::backends::LspClient;
+use crate::documents::{Encoding, Language};
+use crate::engine::Engine;
+use crate::workspace::Workspace;
+
+pub use translate::{LegendMap, Translator};
+
+/// Runs `filepuff lsp` on stdin/stdout until the editor sends `exit` or closes the pipe.
+/// `root` is used when `initialize` names no workspace. Errors: the runtime could not start,
+/// or the editor's stream failed (not: malformed messages, which are answered and skipped).
+pub fn serve_stdio(root: Option<PathBuf>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), root));
+    // The stdin reader may still sit in a blocking read: do not wait for it.
+    runtime.shutdown_background();
+    result
+}
+
+/// Serves one editor session over `input`/`output` (see [`serve_stdio`]).
+pub async fn serve<I, O>(input: I, mut output: O, root: Option<PathBuf>) -> anyhow::Result<()>
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    // editor → frame checks → main loop; main loop → one writer ← error answers.
+    let (mut to_loop, loop_input) = tokio::io::duplex(1 << 16);
+    let (loop_output, from_loop) = tokio::io::duplex(1 << 16);
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let errors = out_tx.clone();
+    let reader = tokio::spawn(async move {
+        let mut input = tokio::io::BufReader::new(input);
+        loop {
+            match frame::read(&mut input).await {
+                Ok(Some(frame::Frame::Message(body))) => {
+                    if to_loop.write_all(&frame::encode(&body)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Some(frame::Frame::Invalid { id, code, message })) => {
+                    tracing::warn!("editor sent an invalid message: {message}");
+                    let _ = errors.send(frame::Frame::error_response(&id, code, &message));
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+    });
+    let relay = tokio::spawn(async move {
+        let mut from_loop = tokio::io::BufReader::new(from_loop);
+        while let Ok(Some(frame::Frame::Message(body))) = frame::read(&mut from_loop).await {
+            if out_tx.send(frame::encode(&body)).is_err() {
+                break;
+            }
+        }
+    });
+    let writer = tokio::spawn(async move {
+        while let Some(bytes) = out_rx.recv().await {
+            if output.write_all(&bytes).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+
+    let shared = Arc::new_cyclic(|weak| Shared {
+        editor: OnceLock::new(),
+        root_hint: root,
+        session: OnceLock::new(),
+        docs: Mutex::new(HashMap::new()),
+        upstream: Mutex::new(upstream::State::default()),
+        starting: Mutex::new(HashMap::new()),
+        me: weak.clone(),
+    });
+    let service_shared = shared.clone();
+    let (mainloop, editor) = MainLoop::new_server(move |_| {
+        ServiceBuilder::new()
+            .layer(CatchUnwindLayer::default())
+            .layer(ConcurrencyLayer::new(NonZeroUsize::new(1024).expect("nonzero")))
+            .service(Proxy { shared: service_shared, state: Lifecycle::Uninitialized })
+    });
+    let _ = shared.editor.set(editor);
+    let result = mainloop.run_buffered(loop_input.compat(), loop_output.compat_write()).await;
+    if let Some(session) = shared.session.get() {
+        let engine = session.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
+    }
+    reader.abort();
+    // Let the last answers (to `shutdown`) reach the editor.
+    let _ = tokio::time::timeout(Duration::from_millis(500), relay).await;
+    let _ = tokio::time::timeout(Duration::from_millis(500), writer).await;
+    match result {
+        Ok(()) => Ok(()),
+        // The editor closed its end without `exit`: a normal way for a session to end.
+        Err(async_lsp::Error::Io(err)) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(()),
+        Err(async_lsp::Error::Eof) => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// What the service, the request futures and the upstream share.
+pub(crate) struct Shared {
+    /// The editor's socket (set right after the main loop is built).
+    editor: OnceLock<ClientSocket>,
+    root_hint: Option<PathBuf>,
+    session: OnceLock<Session>,
+    /// The documents the editor has open, by URI.
+    docs: Mutex<HashMap<Url, OpenDoc>>,
+    upstream: Mutex<upstream::State>,
+    /// When servers for a language were last started for a document (so a language without an
+    /// installed server is not retried on every keystroke).
+    starting: Mutex<HashMap<Language, Instant>>,
+    me: std::sync::Weak<Shared>,
+}
+
+/// One initialized editor session.
+pub(crate) struct Session {
+    engine: Arc<Engine>,
+    /// The negotiated `positionEncoding` on the editor's side.
+    encoding: Encoding,
+    /// The editor's `ClientCapabilities` JSON.
+    editor_capabilities: Value,
+    /// True once the `initialize` answer is on its way: server traffic is forwarded from then.
+    ready: AtomicBool,
+    /// The semantic-token legend the editor was given.
+    legend: OnceLock<Value>,
+    /// Per server name, how its legend maps onto [`Session::legend`].
+    legend_maps: Mutex<HashMap<String, LegendMap>>,
+}
+
+/// A document the editor has open.
+#[derive(Debug, Clone)]
+struct OpenDoc {
+    path: PathBuf,
+    language: Option<Language>,
+    language_id: String,
+    /// The (server, project root) pairs serving it, in the language's server order.
+    servers: Vec<(String, PathBuf)>,
+}
+
+impl Shared {
+    fn editor(&self) -> ClientSocket {
+        self.editor.get().cloned().unwrap_or_else(ClientSocket::new_closed)
+    }
+
+    fn ready_session(&self) -> Option<&Session> {
+        self.session.get().filter(|s| s.ready.load(Ordering::Acquire))
+    }
+
+    /// Sends a notification to the editor.
+    fn notify_editor(&self, method: &str, params: Value) {
+        let notification: AnyNotification = match serde_json::from_value(json!({ "method": method, "params": params }))
+        {
+            Ok(notification) => notification,
+            Err(_) => return,
+        };
+        let _ = LspService::notify(&mut self.editor(), notification);
+    }
+
+    /// Sends a request to the editor and returns its answer.
+    fn request_editor(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, ResponseError>> {
+        use tower::Service;
+        let request: AnyRequest = match serde_json::from_value(json!({ "id": 0, "method": method, "params": params })) {
+            Ok(request) => request,
+            Err(err) => return Box::pin(std::future::ready(Err(internal(err)))),
+        };
+        Box::pin(self.editor().call(request))
+    }
+
+    /// Logs `message` in the editor's output (`window/logMessage`, LSP `MessageType`).
+    fn log_to_editor(&self, typ: i32, message: String) {
+        self.notify_editor("window/logMessage", json!({ "type": typ, "message": message }));
+    }
+
+    /// The running clients of an open document, in server order, and whether some of its
+    /// servers are not running yet.
+    fn doc_clients(&self, session: &Session, doc: &OpenDoc) -> (Vec<Arc<LspClient>>, bool) {
+        let backends = session.engine.backends();
+        let mut missing = false;
+        let clients = doc
+            .servers
+            .iter()
+            .filter_map(|(name, root)| {
+                let client = backends.running_client(name, root);
+                missing |= client.is_none();
+                client
+            })
+            .collect();
+        (clients, missing)
+    }
+
+    /// Starts the servers `path` needs in the background, at most once per language every
+    /// 30 seconds; each new server opens the editor's documents itself (see
+    /// [`upstream::EditorLink`]'s `started`).
+    fn start_servers_for(&self, session: &Session, path: &Path, language: Language) {
+        {
+            let mut starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+            if starting.get(&language).is_some_and(|at| at.elapsed() < Duration::from_secs(30)) {
+                return;
+            }
+            starting.insert(language, Instant::now());
+        }
+        let engine = session.engine.clone();
+        let path = path.to_path_buf();
+        let me = self.me.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = engine.backends().acquire_all(&path, language);
+            if let Some(shared) = me.upgrade() {
+                match result {
+                    Ok(_) => {
+                        shared.starting.lock().unwrap_or_else(|e| e.into_inner()).remove(&language);
+                    }
+                    Err(err) => shared.log_to_editor(2, format!("filepuff: {err}")),
+                }
+            }
+        });
+    }
+
+    /// The (server, project root) pairs that serve `path` in `language`.
+    fn servers_for(&self, session: &Session, path: &Path, language: Option<Language>) -> Vec<(String, PathBuf)> {
+        let Some(language) = language else { return Vec::new() };
+        let backends = session.engine.backends();
+        match backends.specs_for(language) {
+            Ok(specs) => {
+                specs.into_iter().map(|(spec, _)| (spec.name.clone(), backends.project_root(spec, path))).collect()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// Where the session is in the LSP lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Uninitialized,
+    Initializing,
+    ShuttingDown,
+}
+
+/// The editor-facing service.
+struct Proxy {
+    shared: Arc<Shared>,
+    state: Lifecycle,
+}
+
+fn error(code: ErrorCode, message: impl std::fmt::Display) -> ResponseError {
+    ResponseError::new(code, message)
+}
+
+fn internal(err: impl std::fmt::Display) -> ResponseError {
+    error(ErrorCode::INTERNAL_ERROR, err)
+}
+
+fn ready<T: Send + 'static>(result: Result<T, ResponseError>) -> BoxFuture<'static, Result<T, ResponseError>> {
+    Box::pin(std::future::ready(result))
+}
+
+impl tower::Service<AnyRequest> for Proxy {
+    type Response = Value;
+    type Error = ResponseError;
+    type Future = BoxFuture<'static, Result<Value, ResponseError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: AnyRequest) -> Self::Future {
+        match (self.state, request.method.as_str()) {
+            (Lifecycle::Uninitialized, "initialize") => {
+                self.state = Lifecycle::Initializing;
+                Box::pin(initialize(self.shared.clone(), request.params))
+            }
+            (Lifecycle::Uninitialized, _) => {
+                ready(Err(error(ErrorCode::SERVER_NOT_INITIALIZED, "the editor must send initialize first")))
+            }
+            (_, "initialize") => ready(Err(error(ErrorCode::INVALID_REQUEST, "initialize was already sent"))),
+            (Lifecycle::ShuttingDown, _) => {
+                ready(Err(error(ErrorCode::INVALID_REQUEST, "the server is shutting down")))
+            }
+            (Lifecycle::Initializing, method) => {
+                let Some(session) = self.shared.session.get().filter(|s| s.ready.load(Ordering::Acquire)) else {
+                    return ready(Err(error(ErrorCode::SERVER_NOT_INITIALIZED, "initialize has not finished")));
+                };
+                if method == "shutdown" {
+                    self.state = Lifecycle::ShuttingDown;
+                    let engine = session.engine.clone();
+                    return Box::pin(async move {
+                        let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
+                        Ok(Value::Null)
+                    });
+                }
+                if method == STATUS {
+                    return ready(Ok(status(session)));
+                }
+                route::request(&self.shared, session, request)
+            }
+        }
+    }
+}
+
+impl LspService for Proxy {
+    fn notify(&mut self, notification: AnyNotification) -> ControlFlow<async_lsp::Result<()>> {
+        if notification.method == "exit" {
+            return ControlFlow::Break(Ok(()));
+        }
+        let Some(session) = self.shared.ready_session() else {
+            return ControlFlow::Continue(());
+        };
+        let method = notification.method.clone();
+        if let Err(message) = text_sync(&self.shared, session, notification) {
+            tracing::warn!("{method}: {message}");
+            self.shared.log_to_editor(2, format!("filepuff: {method}: {message}"));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn emit(&mut self, _event: AnyEvent) -> ControlFlow<async_lsp::Result<()>> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// Handles one editor notification (see the module documentation). Errors are reported to the
+/// editor's log; the session goes on.
+fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) -> Result<(), String> {
+    let documents = session.engine.documents();
+    let parse_error = |err: serde_json::Error| format!("invalid params: {err}");
+    match notification.method.as_str() {
+        "initialized" | "$/cancelRequest" => {}
+        "textDocument/didOpen" => {
+            let params: DidOpenTextDocumentParams = serde_json::from_value(notification.params).map_err(parse_error)?;
+            let item = params.text_document;
+            let path = item.uri.to_file_path().map_err(|()| format!("not a file URI: {}", item.uri))?;
+            let language = Language::from_name(&item.language_id).or_else(|| Language::from_path(&path));
+            documents.open(path.clone(), &item.text, item.version, item.language_id.clone());
+            let doc = OpenDoc {
+                servers: shared.servers_for(session, &path, language),
+                path,
+                language,
+                language_id: item.language_id,
+            };
+            shared.docs.lock().unwrap_or_else(|e| e.into_inner()).insert(item.uri.clone(), doc.clone());
+            let (clients, missing) = shared.doc_clients(session, &doc);
+            if let Some(text) = documents.get(&doc.path).map(|d| d.text) {
+                for client in clients {
+                    if let Err(err) = client.open_editor_document(&item.uri, &doc.language_id, item.version, &text) {
+                        tracing::warn!("{err}");
+                    }
+                }
+            }
+            if missing && let Some(language) = doc.language {
+                shared.start_servers_for(session, &doc.path, language);
+            }
+        }
+        "textDocument/didChange" => {
+            let params: DidChangeTextDocumentParams =
+                serde_json::from_value(notification.params).map_err(parse_error)?;
+            let uri = params.text_document.uri;
+            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
+            let Some(doc) = doc else { return Err(format!("{uri} is not open")) };
+            let (clients, _) = shared.doc_clients(session, &doc);
+            let targets: Vec<Encoding> = clients.iter().map(|c| c.encoding).collect();
+            let applied = documents
+                .apply_changes(
+                    &doc.path,
+                    params.text_document.version,
+                    &params.content_changes,
+                    session.encoding,
+                    &targets,
+                )
+                .map_err(|err| err.to_string())?;
+            for (client, changes) in clients.iter().zip(applied.translated) {
+                if let Err(err) = client.change_editor_document(
+                    &uri,
+                    &doc.language_id,
+                    applied.previous_version,
+                    params.text_document.version,
+                    changes,
+                    &applied.text,
+                ) {
+                    tracing::warn!("{err}");
+                }
+            }
+        }
+        "textDocument/didSave" => {
+            let params: DidSaveTextDocumentParams = serde_json::from_value(notification.params).map_err(parse_error)?;
+            let uri = params.text_document.uri;
+            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
+            if let Some(doc) = doc
+                && let Some(text) = documents.get(&doc.path).map(|d| d.text)
+            {
+                for client in shared.doc_clients(session, &doc).0 {
+                    let _ = client.save_editor_document(&uri, &text);
+                }
+            }
+        }
+        "textDocument/didClose" => {
+            let params: DidCloseTextDocumentParams =
+                serde_json::from_value(notification.params).map_err(parse_error)?;
+            let uri = params.text_document.uri;
+            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).remove(&uri);
+            if let Some(doc) = doc {
+                documents.close(&doc.path);
+                for client in shared.doc_clients(session, &doc).0 {
+                    let _ = client.close_editor_document(&uri);
+                }
+            }
+        }
+        method => {
+            // Anything else goes to the servers of its document, or to every server.
+            let uri = notification
+                .params
+                .get("textDocument")
+                .and_then(|d| d.get("uri"))
+                .and_then(Value::as_str)
+                .and_then(|u| Url::parse(u).ok());
+            let doc = uri.and_then(|uri| shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned());
+            let clients = match doc {
+                Some(doc) => shared.doc_clients(session, &doc).0,
+                None => session.engine.backends().running(),
+            };
+            for client in clients {
+                let _ = client.notify_any(method, notification.params.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// filepuff's own request: the language servers behind this session.
+pub const STATUS: &str = "filepuff/status";
+
+/// The answer to [`STATUS`]: `{"servers": [{name, version, root, pid, positionEncoding,
+/// state: "ready" | "busy" | "exited", documents}]}`, where `documents` counts the documents
+/// the server has open and `busy` means it reports work in progress (loading, indexing).
+fn status(session: &Session) -> Value {
+    let servers: Vec<Value> = session
+        .engine
+        .backends()
+        .running()
+        .iter()
+        .map(|client| {
+            let state = if !client.is_alive() {
+                "exited"
+            } else if client.busy() {
+                "busy"
+            } else {
+                "ready"
+            };
+            json!({
+                "name": client.name,
+                "version": client.server_info,
+                "root": client.root,
+                "pid": client.pid,
+                "positionEncoding": client.encoding.lsp_name(),
+                "state": state,
+                "documents": client.synced_count(),
+            })
+        })
+        .collect();
+    json!({ "positionEncoding": session.encoding.lsp_name(), "servers": servers })
+}
+
+/// The editor's `initialize` (LSP 3.17 "Initialize Request").
+async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, ResponseError> {
+    let editor_capabilities = params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+    let root = workspace_root(&params)
+        .or_else(|| shared.root_hint.clone())
+        .or_else(|| std::env::current_dir().ok())
+        .ok_or_else(|| error(ErrorCode::INVALID_PARAMS, "no workspace root"))?;
+    let workspace = Workspace::open(&root).map_err(|err| {
+        error(ErrorCode::INVALID_PARAMS, format!("cannot open the workspace {}: {err}", root.display()))
+    })?;
+    let offered: Vec<String> = editor_capabilities
+        .pointer("/general/positionEncodings")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let encoding = if offered.iter().any(|e| e == "utf-8") { Encoding::Utf8 } else { Encoding::Utf16 };
+    let engine = Arc::new(Engine::new(workspace));
+    engine.backends().attach_upstream(
+        Arc::new(upstream::EditorLink(Arc::downgrade(&shared))),
+        editor_capabilities.clone(),
+        encoding,
+    );
+    let session = Session {
+        engine: engine.clone(),
+        encoding,
+        editor_capabilities,
+        ready: AtomicBool::new(false),
+        legend: OnceLock::new(),
+        legend_maps: Mutex::new(HashMap::new()),
+    };
+    if shared.session.set(session).is_err() {
+        return Err(error(ErrorCode::INVALID_REQUEST, "initialize was already sent"));
+    }
+
+    // Start the servers of the languages the workspace holds, concurrently.
+    let detect_root = engine.workspace().root().to_path_buf();
+    let languages = tokio::task::spawn_blocking(move || detect_languages(&detect_root)).await.unwrap_or_default();
+    let starts = languages.into_iter().map(|(language, sample)| {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(err) = engine.backends().acquire_all(&sample, language) {
+                tracing::info!("{}: {err}", language.name());
+            }
+        })
+    });
+    let limit = Duration::from_millis(engine.backends().config().request_timeout_ms.max(1000));
+    let _ = tokio::time::timeout(limit, futures::future::join_all(starts)).await;
+
+    let session = shared.session.get().ok_or_else(|| internal("no session"))?;
+    let mut clients = engine.backends().running();
+    let order: Vec<String> = engine.backends().server_specs().iter().map(|s| s.name.clone()).collect();
+    clients.sort_by_key(|c| order.iter().position(|n| *n == c.name));
+    let capabilities: Vec<Value> =
+        clients.iter().map(|c| serde_json::to_value(&c.capabilities).unwrap_or_default()).collect();
+    let mut legend = json!({ "tokenTypes": [], "tokenModifiers": [] });
+    for caps in &capabilities {
+        if let Some(server_legend) = caps.pointer("/semanticTokensProvider/legend") {
+            capabilities::merge(&mut legend, server_legend);
+        }
+    }
+    let mut delta = true;
+    for (client, caps) in clients.iter().zip(&capabilities) {
+        if let Some(server_legend) = caps.pointer("/semanticTokensProvider/legend") {
+            let map = LegendMap::new(server_legend, &legend);
+            delta &= map.is_identity() && client.encoding == encoding;
+            session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
+        }
+    }
+    let _ = session.legend.set(legend.clone());
+    let refs: Vec<&Value> = capabilities.iter().collect();
+    let mut union = capabilities::union(&refs, encoding, delta);
+    if let Some(tokens) = union.get_mut("semanticTokensProvider").and_then(Value::as_object_mut) {
+        tokens.insert("legend".into(), legend);
+    }
+    let servers: Vec<String> = clients
+        .iter()
+        .map(|c| format!("{} ({})", c.server_info.clone().unwrap_or_else(|| c.name.clone()), c.encoding.lsp_name()))
+        .collect();
+    tracing::info!("serving {} with {}", engine.workspace().root().display(), servers.join(", "));
+    session.ready.store(true, Ordering::Release);
+    Ok(json!({
+        "capabilities": union,
+        "serverInfo": { "name": "filepuff", "version": env!("CARGO_PKG_VERSION") }
+    }))
+}
+
+/// The workspace root `initialize` names: the first workspace folder, else `rootUri`, else
+/// `rootPath`.
+fn workspace_root(params: &Value) -> Option<PathBuf> {
+    let from_uri = |uri: &str| Url::parse(uri).ok()?.to_file_path().ok();
+    params
+        .pointer("/workspaceFolders/0/uri")
+        .and_then(Value::as_str)
+        .and_then(from_uri)
+        .or_else(|| params.get("rootUri").and_then(Value::as_str).and_then(from_uri))
+        .or_else(|| params.get("rootPath").and_then(Value::as_str).map(PathBuf::from))
+}
+
+/// Files looked at to find the workspace's languages.
+const DETECT_FILES: usize = 20_000;
+
+/// The languages of the workspace's files (respecting ignore files, at most [`DETECT_FILES`]
+/// files), each with the first file found of it.
+fn detect_languages(root: &Path) -> Vec<(Language, PathBuf)> {
+    let mut found: Vec<(Language, PathBuf)> = Vec::new();
+    let walk = ignore::WalkBuilder::new(root).max_depth(Some(8)).build();
+    for entry in walk.flatten().take(DETECT_FILES) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(language) = Language::from_path(entry.path())
+            && !found.iter().any(|(l, _)| *l == language)
+        {
+            found.push((language, entry.path().to_path_buf()));
+        }
+    }
+    found
+}

@@ -1,0 +1,534 @@
+//! Request routing: which server answers an editor request, and how answers are merged.
+//!
+//! - A request about a document (`params.textDocument.uri`, or a hierarchy item's `uri`) goes
+//!   to the servers of that document's language, in the configured order. Completion and code
+//!   actions are asked of every server that offers them and merged; every other method is
+//!   answered by the first server that offers it (its capability, LSP 3.17 "Server
+//!   Capabilities"); a method filepuff does not know goes to the first server, then the next
+//!   ones while they answer `MethodNotFound`.
+//! - `workspace/symbol` is asked of every running server and merged;
+//!   `workspace/executeCommand` goes to the server that offered or registered the command.
+//! - Items a later request hands back (completion items, code actions, code lenses, inlay hints,
+//!   document links, workspace symbols, call/type hierarchy items) get their `data` wrapped as
+//!   `{"filepuff": SERIAL, "data": ORIGINAL}`, so `*/resolve` and the hierarchy requests go back
+//!   to the server instance that made them, with the original `data`.
+//! - `$/cancelRequest` from the editor drops the request's future (async-lsp's concurrency
+//!   layer), and dropping it sends `$/cancelRequest` for the forwarded request to the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_lsp::{AnyRequest, ErrorCode, ResponseError};
+use futures::future::BoxFuture;
+use lsp_types::Url;
+use serde_json::{Value, json};
+
+use super::translate::{self, Translator};
+use super::{OpenDoc, Session, Shared, error, internal, ready};
+use crate::backends::{BackendError, LspClient};
+use crate::documents::{Encoding, Language};
+use crate::engine::Engine;
+
+/// Methods answered by every server of the language, merged.
+const MERGED: &[&str] = &["textDocument/completion", "textDocument/codeAction"];
+
+/// Resolve requests: the params are an item a server made.
+const RESOLVE: &[&str] = &[
+    "completionItem/resolve",
+    "codeAction/resolve",
+    "codeLens/resolve",
+    "inlayHint/resolve",
+    "documentLink/resolve",
+    "workspaceSymbol/resolve",
+];
+
+/// Requests whose params carry a hierarchy `item` a server made.
+const ITEM: &[&str] = &[
+    "callHierarchy/incomingCalls",
+    "callHierarchy/outgoingCalls",
+    "typeHierarchy/supertypes",
+    "typeHierarchy/subtypes",
+];
+
+/// The `ServerCapabilities` field that says a server answers `method`.
+fn capability(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "textDocument/completion" => "completionProvider",
+        "textDocument/hover" => "hoverProvider",
+        "textDocument/signatureHelp" => "signatureHelpProvider",
+        "textDocument/definition" => "definitionProvider",
+        "textDocument/declaration" => "declarationProvider",
+        "textDocument/typeDefinition" => "typeDefinitionProvider",
+        "textDocument/implementation" => "implementationProvider",
+        "textDocument/references" => "referencesProvider",
+        "textDocument/documentHighlight" => "documentHighlightProvider",
+        "textDocument/documentSymbol" => "documentSymbolProvider",
+        "textDocument/codeAction" => "codeActionProvider",
+        "textDocument/codeLens" => "codeLensProvider",
+        "textDocument/formatting" => "documentFormattingProvider",
+        "textDocument/rangeFormatting" | "textDocument/rangesFormatting" => "documentRangeFormattingProvider",
+        "textDocument/onTypeFormatting" => "documentOnTypeFormattingProvider",
+        "textDocument/rename" | "textDocument/prepareRename" => "renameProvider",
+        "textDocument/foldingRange" => "foldingRangeProvider",
+        "textDocument/selectionRange" => "selectionRangeProvider",
+        "textDocument/semanticTokens/full"
+        | "textDocument/semanticTokens/full/delta"
+        | "textDocument/semanticTokens/range" => "semanticTokensProvider",
+        "textDocument/inlayHint" => "inlayHintProvider",
+        "textDocument/documentLink" => "documentLinkProvider",
+        "textDocument/documentColor" | "textDocument/colorPresentation" => "colorProvider",
+        "textDocument/prepareCallHierarchy" => "callHierarchyProvider",
+        "textDocument/prepareTypeHierarchy" => "typeHierarchyProvider",
+        "textDocument/linkedEditingRange" => "linkedEditingRangeProvider",
+        "textDocument/moniker" => "monikerProvider",
+        "textDocument/inlineValue" => "inlineValueProvider",
+        "textDocument/diagnostic" => "diagnosticProvider",
+        "workspace/symbol" => "workspaceSymbolProvider",
+        "workspace/executeCommand" => "executeCommandProvider",
+        _ => return None,
+    })
+}
+
+/// Whether `client` offers `method` (unknown methods: yes).
+fn offers(client: &LspClient, method: &str) -> bool {
+    let Some(field) = capability(method) else { return true };
+    let caps = serde_json::to_value(&client.capabilities).unwrap_or_default();
+    match caps.get(field) {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(_) if method == "textDocument/prepareRename" => {
+            caps.pointer("/renameProvider/prepareProvider").and_then(Value::as_bool).unwrap_or(false)
+        }
+        Some(_) => true,
+    }
+}
+
+/// Routes one editor request (after `initialize`).
+pub(crate) fn request(
+    shared: &Arc<Shared>,
+    session: &Session,
+    request: AnyRequest,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    let method = request.method.clone();
+    let mut params = request.params;
+    let backends = session.engine.backends();
+
+    // Items a server made go back to it.
+    if RESOLVE.contains(&method.as_str()) || ITEM.contains(&method.as_str()) {
+        let item = if RESOLVE.contains(&method.as_str()) { Some(&mut params) } else { params.get_mut("item") };
+        if let Some(serial) = item.and_then(untag)
+            && let Some(client) = backends.by_serial(serial)
+        {
+            let uri = document_uri(&method, &params);
+            return send(session, &client, &method, params, uri);
+        }
+        if RESOLVE.contains(&method.as_str()) {
+            // An item from a server that has restarted since: nothing can resolve it; the
+            // editor keeps the item as it is.
+            return ready(Ok(params));
+        }
+    }
+
+    match method.as_str() {
+        "workspace/symbol" => {
+            let clients: Vec<Arc<LspClient>> = backends.running().into_iter().filter(|c| offers(c, &method)).collect();
+            let answers: Vec<_> = clients.iter().map(|c| send(session, c, &method, params.clone(), None)).collect();
+            return Box::pin(async move { Ok(concat(futures::future::join_all(answers).await)) });
+        }
+        "workspace/executeCommand" => {
+            let command = params.get("command").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let registered = shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).command_server(&command);
+            let client = backends.running().into_iter().find(|c| {
+                registered.as_deref() == Some(c.name.as_str())
+                    || c.capabilities.execute_command_provider.as_ref().is_some_and(|p| p.commands.contains(&command))
+            });
+            return match client {
+                Some(client) => send(session, &client, &method, params, None),
+                None => {
+                    ready(Err(error(ErrorCode::INVALID_PARAMS, format!("no server offers the command {command:?}"))))
+                }
+            };
+        }
+        _ => {}
+    }
+
+    let Some(uri) = document_uri(&method, &params) else {
+        // Not about a document: the first running server that knows the method.
+        let clients = backends.running();
+        return first_answer(session, clients, &method, params, None);
+    };
+    let Ok(url) = Url::parse(&uri) else {
+        return ready(Err(error(ErrorCode::INVALID_PARAMS, format!("invalid document URI {uri:?}"))));
+    };
+    let open = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&url).cloned();
+    let doc = match open {
+        Some(doc) => doc,
+        None => {
+            let Ok(path) = url.to_file_path() else {
+                return ready(Err(error(ErrorCode::INVALID_PARAMS, format!("not a file URI: {uri}"))));
+            };
+            let language = Language::from_path(&path);
+            OpenDoc {
+                servers: shared.servers_for(session, &path, language),
+                language_id: language.map(|l| l.lsp_id().to_owned()).unwrap_or_default(),
+                path,
+                language,
+            }
+        }
+    };
+    let (clients, missing) = shared.doc_clients(session, &doc);
+    if missing || clients.is_empty() {
+        // Some server of this document is not running (still starting, or just crashed):
+        // start it, then route.
+        let Some(language) = doc.language else { return ready(Ok(Value::Null)) };
+        let me = shared.clone();
+        let engine = session.engine.clone();
+        return Box::pin(async move {
+            let path = doc.path.clone();
+            let started = tokio::task::spawn_blocking({
+                let engine = engine.clone();
+                move || engine.backends().acquire_all(&path, language)
+            })
+            .await
+            .map_err(internal)?;
+            if let Err(err) = started {
+                return Err(error(ErrorCode::REQUEST_FAILED, err));
+            }
+            let Some(session) = me.ready_session() else { return Ok(Value::Null) };
+            let (clients, _) = me.doc_clients(session, &doc);
+            dispatch(session, clients, &method, params, uri).await
+        });
+    }
+    dispatch(session, clients, &method, params, uri)
+}
+
+/// Sends a document request to the right ones of `clients` (the document's servers, in order).
+fn dispatch(
+    session: &Session,
+    clients: Vec<Arc<LspClient>>,
+    method: &str,
+    params: Value,
+    uri: String,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    if MERGED.contains(&method) {
+        let chosen: Vec<&Arc<LspClient>> = clients.iter().filter(|c| offers(c, method)).collect();
+        if chosen.len() == 1 {
+            return send(session, chosen[0], method, params, Some(uri));
+        }
+        let answers: Vec<_> =
+            chosen.iter().map(|c| send(session, c, method, params.clone(), Some(uri.clone()))).collect();
+        let completion = method == "textDocument/completion";
+        return Box::pin(async move {
+            let answers = futures::future::join_all(answers).await;
+            Ok(if completion { merge_completions(answers) } else { concat(answers) })
+        });
+    }
+    let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers(c, method)).collect();
+    if offering.is_empty() {
+        return ready(Ok(Value::Null));
+    }
+    first_answer(session, offering, method, params, Some(uri))
+}
+
+/// Asks `clients` in order until one answers with something other than `MethodNotFound`.
+fn first_answer(
+    session: &Session,
+    clients: Vec<Arc<LspClient>>,
+    method: &str,
+    params: Value,
+    uri: Option<String>,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    let Some(first) = clients.first() else {
+        return ready(Err(error(ErrorCode::METHOD_NOT_FOUND, format!("no language server handles {method}"))));
+    };
+    let answer = send(session, first, method, params.clone(), uri.clone());
+    if clients.len() == 1 {
+        return answer;
+    }
+    let fallbacks: Vec<(Ctx, Arc<LspClient>)> = clients[1..].iter().map(|c| (context(session, c), c.clone())).collect();
+    let method = method.to_owned();
+    Box::pin(async move {
+        let mut result = answer.await;
+        for (ctx, client) in fallbacks {
+            match &result {
+                Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => {}
+                _ => break,
+            }
+            result = forward(ctx, client, method.clone(), params.clone(), uri.clone()).await;
+        }
+        result
+    })
+}
+
+/// What [`forward`] needs of the session, owned (for futures that outlive the borrow).
+#[derive(Clone)]
+struct Ctx {
+    engine: Arc<Engine>,
+    encoding: Encoding,
+    /// The editor's semantic-token legend and `client`'s map onto it, when known.
+    legend: Option<(Value, Option<translate::LegendMap>)>,
+}
+
+fn context(session: &Session, client: &LspClient) -> Ctx {
+    Ctx {
+        engine: session.engine.clone(),
+        encoding: session.encoding,
+        legend: session.legend.get().map(|legend| {
+            let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
+            (legend.clone(), map)
+        }),
+    }
+}
+
+/// Forwards one request to `client`: params translated to its encoding and queued now (so it
+/// follows every notification already sent), the answer translated back, semantic tokens
+/// re-mapped, items tagged with the client's serial. If the server dies before answering,
+/// the request is sent once more to its replacement.
+fn send(
+    session: &Session,
+    client: &Arc<LspClient>,
+    method: &str,
+    params: Value,
+    uri: Option<String>,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    forward(context(session, client), client.clone(), method.to_owned(), params, uri)
+}
+
+fn forward(
+    ctx: Ctx,
+    client: Arc<LspClient>,
+    method: String,
+    params: Value,
+    uri: Option<String>,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    let max_bytes = ctx.engine.workspace().config().limits.max_file_bytes;
+    let mut outgoing = params.clone();
+    let documents = ctx.engine.documents();
+    Translator::new(ctx.encoding, client.encoding, documents, max_bytes).value(&mut outgoing, uri.as_deref());
+    let legend_map = legend_map(&ctx, &client);
+    let mut sent_method = method.clone();
+    if method == "textDocument/semanticTokens/full/delta" && !tokens_pass_through(&ctx, &client, &legend_map) {
+        // Deltas are over the server's encoding and legend: ask for the whole set instead
+        // (a `SemanticTokens` result is a valid answer to a delta request).
+        sent_method = "textDocument/semanticTokens/full".to_owned();
+        if let Some(map) = outgoing.as_object_mut() {
+            map.remove("previousResultId");
+        }
+    }
+    let sent = client.forward(&sent_method, outgoing);
+    Box::pin(async move {
+        let (id, answer) = sent.map_err(|err| error(ErrorCode::REQUEST_FAILED, err))?;
+        let mut guard = CancelOnDrop { client: Some(client.clone()), id };
+        let result = answer.await;
+        guard.client = None;
+        let mut value = match result {
+            Ok(value) => value,
+            Err(err) if !client.is_alive() => {
+                // The server died with the request in flight: wait for its replacement (the
+                // upstream restarts it) and ask once more.
+                let Some(replacement) = replacement(&ctx.engine, &client).await else { return Err(err) };
+                return Box::pin(forward(ctx, replacement, method, params, uri)).await;
+            }
+            Err(err) => return Err(err),
+        };
+        let documents = ctx.engine.documents();
+        Translator::new(client.encoding, ctx.encoding, documents, max_bytes).value(&mut value, uri.as_deref());
+        if method.starts_with("textDocument/semanticTokens/") && !tokens_pass_through(&ctx, &client, &legend_map) {
+            let text =
+                uri.as_deref().and_then(|u| Translator::new(ctx.encoding, ctx.encoding, documents, max_bytes).text(u));
+            if let (Some(text), Some(map)) = (text, legend_map.as_ref()) {
+                translate::semantic_tokens(&mut value, &text, client.encoding, ctx.encoding, map);
+            }
+        }
+        tag(&method, &mut value, client.serial);
+        Ok(value)
+    })
+}
+
+fn legend_map(ctx: &Ctx, client: &LspClient) -> Option<translate::LegendMap> {
+    let (legend, known) = ctx.legend.as_ref()?;
+    if let Some(map) = known {
+        return Some(map.clone());
+    }
+    let caps = serde_json::to_value(&client.capabilities).ok()?;
+    Some(translate::LegendMap::new(caps.pointer("/semanticTokensProvider/legend")?, legend))
+}
+
+fn tokens_pass_through(ctx: &Ctx, client: &LspClient, map: &Option<translate::LegendMap>) -> bool {
+    client.encoding == ctx.encoding && map.as_ref().is_none_or(translate::LegendMap::is_identity)
+}
+
+/// Waits (at most 30 s) for the server that replaces `client` after a crash.
+async fn replacement(engine: &Arc<Engine>, client: &Arc<LspClient>) -> Option<Arc<LspClient>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(next) = engine.backends().running_client(&client.name, &client.root)
+            && next.serial != client.serial
+            && next.is_alive()
+        {
+            return Some(next);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Cancels the forwarded request at the server when the editor's request is dropped
+/// (cancelled) before the answer came.
+struct CancelOnDrop {
+    client: Option<Arc<LspClient>>,
+    id: i32,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            client.cancel(self.id);
+        }
+    }
+}
+
+/// The document a request is about.
+fn document_uri(method: &str, params: &Value) -> Option<String> {
+    let uri = if ITEM.contains(&method) { params.pointer("/item/uri") } else { params.pointer("/textDocument/uri") };
+    uri.and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The key under which an item's `data` is wrapped.
+const TAG: &str = "filepuff";
+
+/// Wraps the `data` of every item in `value` that a later request may hand back.
+fn tag(method: &str, value: &mut Value, serial: u64) {
+    let wrap = |item: &mut Value| {
+        if let Some(map) = item.as_object_mut() {
+            let mut wrapped = json!({ TAG: serial });
+            if let Some(data) = map.remove("data") {
+                wrapped["data"] = data;
+            }
+            map.insert("data".to_owned(), wrapped);
+        }
+    };
+    match method {
+        "textDocument/completion" => {
+            let list = if value.is_array() { Some(value) } else { value.get_mut("items") };
+            for item in list.and_then(Value::as_array_mut).into_iter().flatten() {
+                wrap(item);
+            }
+        }
+        "textDocument/codeAction" => {
+            for item in value.as_array_mut().into_iter().flatten() {
+                // A bare `Command` (its `command` is a string) is not resolved.
+                if !item.get("command").is_some_and(Value::is_string) {
+                    wrap(item);
+                }
+            }
+        }
+        "textDocument/codeLens"
+        | "textDocument/inlayHint"
+        | "textDocument/documentLink"
+        | "workspace/symbol"
+        | "textDocument/prepareCallHierarchy"
+        | "textDocument/prepareTypeHierarchy"
+        | "typeHierarchy/supertypes"
+        | "typeHierarchy/subtypes" => {
+            for item in value.as_array_mut().into_iter().flatten() {
+                wrap(item);
+            }
+        }
+        "callHierarchy/incomingCalls" | "callHierarchy/outgoingCalls" => {
+            let key = if method.ends_with("incomingCalls") { "from" } else { "to" };
+            for call in value.as_array_mut().into_iter().flatten() {
+                if let Some(item) = call.get_mut(key) {
+                    wrap(item);
+                }
+            }
+        }
+        m if RESOLVE.contains(&m) => wrap(value),
+        _ => {}
+    }
+}
+
+/// Unwraps an item's `data` (see [`tag`]) and returns the serial of the client that made it.
+fn untag(item: &mut Value) -> Option<u64> {
+    let map = item.as_object_mut()?;
+    let serial = map.get("data")?.get(TAG)?.as_u64()?;
+    let wrapped = map.remove("data")?;
+    if let Some(data) = wrapped.get("data") {
+        map.insert("data".to_owned(), data.clone());
+    }
+    Some(serial)
+}
+
+/// Several servers' list answers as one list (failed or empty answers left out).
+fn concat(answers: Vec<Result<Value, ResponseError>>) -> Value {
+    let mut all = Vec::new();
+    for answer in answers {
+        match answer {
+            Ok(Value::Array(items)) => all.extend(items),
+            Ok(_) => {}
+            Err(err) => tracing::debug!("one server's answer failed: {}", err.message),
+        }
+    }
+    Value::Array(all)
+}
+
+/// Several servers' completion answers (`CompletionItem[]` or `CompletionList`) as one
+/// `CompletionList`, incomplete when any of them is.
+fn merge_completions(answers: Vec<Result<Value, ResponseError>>) -> Value {
+    let mut items = Vec::new();
+    let mut incomplete = false;
+    for answer in answers {
+        match answer {
+            Ok(Value::Array(list)) => items.extend(list),
+            Ok(Value::Object(mut list)) => {
+                incomplete |= list.get("isIncomplete").and_then(Value::as_bool).unwrap_or(false);
+                if let Some(Value::Array(list)) = list.remove("items") {
+                    items.extend(list);
+                }
+            }
+            Ok(_) => {}
+            Err(err) => tracing::debug!("one server's completion failed: {}", err.message),
+        }
+    }
+    json!({ "isIncomplete": incomplete, "items": items })
+}
+
+impl From<BackendError> for ResponseError {
+    fn from(err: BackendError) -> ResponseError {
+        error(ErrorCode::REQUEST_FAILED, err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_tagged_and_untagged() {
+        let mut answer =
+            json!({ "isIncomplete": false, "items": [ { "label": "a", "data": { "k": 1 } }, { "label": "b" } ] });
+        tag("textDocument/completion", &mut answer, 7);
+        assert_eq!(answer["items"][0]["data"], json!({ "filepuff": 7, "data": { "k": 1 } }));
+        let mut item = answer["items"][0].clone();
+        assert_eq!(untag(&mut item), Some(7));
+        assert_eq!(item, json!({ "label": "a", "data": { "k": 1 } }));
+        let mut bare = answer["items"][1].clone();
+        assert_eq!(untag(&mut bare), Some(7));
+        assert_eq!(bare, json!({ "label": "b" }));
+        let mut actions = json!([ { "title": "fix", "kind": "quickfix" }, { "title": "run", "command": "x.run" } ]);
+        tag("textDocument/codeAction", &mut actions, 3);
+        assert_eq!(actions[0]["data"]["filepuff"], 3);
+        assert!(actions[1].get("data").is_none());
+    }
+
+    #[test]
+    fn completions_merge_into_one_list() {
+        let merged = merge_completions(vec![
+            Ok(json!([{ "label": "a" }])),
+            Ok(json!({ "isIncomplete": true, "items": [{ "label": "b" }] })),
+            Err(ResponseError::new(ErrorCode::REQUEST_FAILED, "x")),
+        ]);
+        assert_eq!(merged, json!({ "isIncomplete": true, "items": [{ "label": "a" }, { "label": "b" }] }));
+    }
+}

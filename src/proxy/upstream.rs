@@ -1,0 +1,328 @@
+//! Server→editor traffic: what the backends hand to the editor side of `filepuff lsp`.
+//!
+//! - `textDocument/publishDiagnostics`: kept per document and per server; the editor gets the
+//!   union of every server's latest list for the document (LSP replaces a document's
+//!   diagnostics on each publish, so a merged list is the only way two servers can both show).
+//! - `window/workDoneProgress/create` + `$/progress`: servers' tokens are renamed
+//!   `filepuff/SERIAL/TOKEN` (two servers both counting from 0 would collide); tokens the
+//!   editor made (a request's `workDoneToken`) pass unchanged. Without editor support for
+//!   progress, the proxy answers `create` itself and drops the reports.
+//! - `client/registerCapability`: file watching is done by filepuff itself and absorbed; the
+//!   rest is forwarded with ids made unique per server and, for document features, a
+//!   `documentSelector` limited to the server's languages; commands are remembered for
+//!   `workspace/executeCommand` routing. A server that exits has its registrations removed.
+//! - `workspace/applyEdit`, `window/showDocument`, `window/showMessageRequest`,
+//!   `workspace/configuration` (when filepuff has no settings for the server) and refresh
+//!   requests: forwarded, positions translated, the editor's answer returned to the server.
+//! - Everything else: forwarded untouched.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+use async_lsp::{ErrorCode, ResponseError};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::translate::Translator;
+use super::{Session, Shared, error, ready};
+use crate::backends::{ClientRef, LspClient, Upstream};
+
+/// One server's latest diagnostics for a document: the version they are for, and the list.
+type Published = (Option<i64>, Vec<Value>);
+
+/// The per-session state of server→editor traffic.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Latest diagnostics per document URI, per server name: (version, diagnostics).
+    diagnostics: HashMap<String, BTreeMap<String, Published>>,
+    /// Progress tokens servers created: (serial, token) → the editor's token, or `None` when
+    /// the editor does not do progress.
+    tokens: HashMap<(u64, String), Option<String>>,
+    /// `workspace/executeCommand` commands registered dynamically, by server name.
+    commands: HashMap<String, String>,
+    /// Registrations forwarded to the editor, per server serial: (editor id, method).
+    registrations: HashMap<u64, Vec<(String, String)>>,
+    /// Registration ids absorbed (never forwarded).
+    absorbed: HashSet<String>,
+}
+
+impl State {
+    /// The server that registered `command`, if one did.
+    pub(crate) fn command_server(&self, command: &str) -> Option<String> {
+        self.commands.get(command).cloned()
+    }
+}
+
+/// The [`Upstream`] the backends talk to: a weak handle on the session.
+pub(crate) struct EditorLink(pub Weak<Shared>);
+
+fn token_string(token: &Value) -> String {
+    match token {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Translates `params` from `client`'s encoding to the editor's.
+fn to_editor(session: &Session, client: Option<&Arc<LspClient>>, params: &mut Value) {
+    let Some(client) = client else { return };
+    let max_bytes = session.engine.workspace().config().limits.max_file_bytes;
+    Translator::new(client.encoding, session.encoding, session.engine.documents(), max_bytes).value(params, None);
+}
+
+impl Upstream for EditorLink {
+    fn notification(&self, from: &ClientRef, method: &str, mut params: Value) {
+        let Some(shared) = self.0.upgrade() else { return };
+        let Some(session) = shared.session.get() else { return };
+        let client = session.engine.backends().by_serial(from.serial);
+        to_editor(session, client.as_ref(), &mut params);
+        let ready = session.ready.load(std::sync::atomic::Ordering::Acquire);
+        match method {
+            "textDocument/publishDiagnostics" => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else { return };
+                let version = params.get("version").and_then(Value::as_i64);
+                let diagnostics = params.get("diagnostics").and_then(Value::as_array).cloned().unwrap_or_default();
+                let merged = {
+                    let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                    let by_server = state.diagnostics.entry(uri.clone()).or_default();
+                    by_server.insert(from.name.clone(), (version, diagnostics));
+                    let versions: HashSet<Option<i64>> = by_server.values().map(|(v, _)| *v).collect();
+                    let all: Vec<Value> = by_server.values().flat_map(|(_, d)| d.iter().cloned()).collect();
+                    let version = if versions.len() == 1 { version } else { None };
+                    let mut merged = json!({ "uri": uri, "diagnostics": all });
+                    if let Some(version) = version {
+                        merged["version"] = json!(version);
+                    }
+                    merged
+                };
+                if ready {
+                    shared.notify_editor(method, merged);
+                }
+            }
+            "$/progress" => {
+                let token = params.get("token").map(token_string).unwrap_or_default();
+                let mapped = shared
+                    .upstream
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .tokens
+                    .get(&(from.serial, token))
+                    .cloned();
+                match mapped {
+                    Some(None) => {}
+                    Some(Some(editor_token)) => {
+                        params["token"] = json!(editor_token);
+                        if ready {
+                            shared.notify_editor(method, params);
+                        }
+                    }
+                    None if ready => shared.notify_editor(method, params),
+                    None => {}
+                }
+            }
+            "window/logMessage" => {
+                if let Some(message) = params.get("message").and_then(Value::as_str) {
+                    params["message"] = json!(format!("[{}] {message}", from.name));
+                }
+                if ready {
+                    shared.notify_editor(method, params);
+                }
+            }
+            "experimental/serverStatus" | "textDocument/clangd.fileStatus" => {}
+            _ if ready => shared.notify_editor(method, params),
+            _ => {}
+        }
+    }
+
+    fn request(
+        &self,
+        from: &ClientRef,
+        method: &str,
+        mut params: Value,
+    ) -> BoxFuture<'static, Result<Value, ResponseError>> {
+        let Some(shared) = self.0.upgrade() else {
+            return ready(Err(error(ErrorCode::REQUEST_FAILED, "the editor is gone")));
+        };
+        let Some(session) = shared.ready_session() else {
+            // Before the editor has its `initialize` answer it must not get requests: answer
+            // what servers need to go on.
+            return ready(match method {
+                "workspace/configuration" => {
+                    let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+                    Ok(Value::Array(vec![Value::Null; items]))
+                }
+                "client/registerCapability" | "client/unregisterCapability" | "window/workDoneProgress/create" => {
+                    Ok(Value::Null)
+                }
+                _ => Err(error(ErrorCode::REQUEST_FAILED, "the editor session is not initialized yet")),
+            });
+        };
+        let supports = |pointer: &str| {
+            session.editor_capabilities.pointer(pointer).is_some_and(|v| v.as_bool() != Some(false) && !v.is_null())
+        };
+        match method {
+            "window/workDoneProgress/create" => {
+                let token = params.get("token").map(token_string).unwrap_or_default();
+                if !supports("/window/workDoneProgress") {
+                    shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).tokens.insert((from.serial, token), None);
+                    return ready(Ok(Value::Null));
+                }
+                let editor_token = format!("filepuff/{}/{token}", from.serial);
+                shared
+                    .upstream
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .tokens
+                    .insert((from.serial, token), Some(editor_token.clone()));
+                shared.request_editor(method, json!({ "token": editor_token }))
+            }
+            "client/registerCapability" => {
+                let specs = session.engine.backends().server_specs();
+                let languages: Vec<Value> = specs
+                    .iter()
+                    .find(|s| s.name == from.name)
+                    .map(|s| s.languages.iter().map(|l| json!({ "language": l.lsp_id() })).collect())
+                    .unwrap_or_default();
+                let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                let mut forwarded = Vec::new();
+                for mut registration in
+                    params.get("registrations").and_then(Value::as_array).cloned().unwrap_or_default()
+                {
+                    let id = format!(
+                        "filepuff/{}/{}",
+                        from.serial,
+                        registration.get("id").and_then(Value::as_str).unwrap_or_default()
+                    );
+                    let reg_method = registration.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    if reg_method == "workspace/didChangeWatchedFiles" {
+                        state.absorbed.insert(id);
+                        continue;
+                    }
+                    if reg_method == "workspace/executeCommand" {
+                        for command in registration
+                            .pointer("/registerOptions/commands")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Some(command) = command.as_str() {
+                                state.commands.insert(command.to_owned(), from.name.clone());
+                            }
+                        }
+                    }
+                    if reg_method.starts_with("textDocument/") && !languages.is_empty() {
+                        let options = registration
+                            .as_object_mut()
+                            .map(|r| r.entry("registerOptions").or_insert_with(|| json!({})));
+                        if let Some(options) = options.and_then(Value::as_object_mut)
+                            && options.get("documentSelector").is_none_or(Value::is_null)
+                        {
+                            options.insert("documentSelector".into(), Value::Array(languages.clone()));
+                        }
+                    }
+                    registration["id"] = json!(id);
+                    state.registrations.entry(from.serial).or_default().push((id, reg_method));
+                    forwarded.push(registration);
+                }
+                drop(state);
+                if forwarded.is_empty() {
+                    return ready(Ok(Value::Null));
+                }
+                shared.request_editor(method, json!({ "registrations": forwarded }))
+            }
+            "client/unregisterCapability" => {
+                let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                let mut forwarded = Vec::new();
+                // The spec's field name is misspelt on purpose ("unregisterations", LSP 3.17).
+                for mut entry in params.get("unregisterations").and_then(Value::as_array).cloned().unwrap_or_default() {
+                    let id = format!(
+                        "filepuff/{}/{}",
+                        from.serial,
+                        entry.get("id").and_then(Value::as_str).unwrap_or_default()
+                    );
+                    if state.absorbed.remove(&id) {
+                        continue;
+                    }
+                    if let Some(list) = state.registrations.get_mut(&from.serial) {
+                        list.retain(|(known, _)| *known != id);
+                    }
+                    entry["id"] = json!(id);
+                    forwarded.push(entry);
+                }
+                drop(state);
+                if forwarded.is_empty() {
+                    return ready(Ok(Value::Null));
+                }
+                shared.request_editor(method, json!({ "unregisterations": forwarded }))
+            }
+            "workspace/configuration" => {
+                if supports("/workspace/configuration") {
+                    return shared.request_editor(method, params);
+                }
+                let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+                ready(Ok(Value::Array(vec![Value::Null; items])))
+            }
+            _ => {
+                let client = session.engine.backends().by_serial(from.serial);
+                to_editor(session, client.as_ref(), &mut params);
+                shared.request_editor(method, params)
+            }
+        }
+    }
+
+    fn started(&self, client: &Arc<LspClient>) {
+        let Some(shared) = self.0.upgrade() else { return };
+        let Some(session) = shared.session.get() else { return };
+        let docs: Vec<(lsp_types::Url, super::OpenDoc)> = shared
+            .docs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, doc)| doc.servers.iter().any(|(name, root)| *name == client.name && *root == client.root))
+            .map(|(uri, doc)| (uri.clone(), doc.clone()))
+            .collect();
+        for (uri, doc) in docs {
+            if let Some(document) = session.engine.documents().get(&doc.path)
+                && let Err(err) = client.open_editor_document(&uri, &doc.language_id, document.version, &document.text)
+            {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+
+    fn exited(&self, client: &Arc<LspClient>) {
+        let Some(shared) = self.0.upgrade() else { return };
+        let Some(session) = shared.session.get() else { return };
+        let engine = session.engine.clone();
+        let client = client.clone();
+        // Registrations of the dead process are gone with it.
+        let stale = shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).registrations.remove(&client.serial);
+        if let Some(stale) = stale.filter(|s| !s.is_empty()) {
+            let entries: Vec<Value> = stale.iter().map(|(id, method)| json!({ "id": id, "method": method })).collect();
+            let answer = shared.request_editor("client/unregisterCapability", json!({ "unregisterations": entries }));
+            tokio::spawn(async move {
+                let _ = answer.await;
+            });
+        }
+        tokio::task::spawn_blocking(move || {
+            let Some(outcome) = engine.backends().restart(&client) else { return };
+            match outcome {
+                Ok(acquired) => {
+                    let reopened = acquired.client.synced_count();
+                    tracing::warn!(server = %client.name, "exited unexpectedly; restarted");
+                    shared.log_to_editor(
+                        2,
+                        format!(
+                            "filepuff: {} exited unexpectedly; restarted it and re-opened {reopened} document(s)",
+                            client.name
+                        ),
+                    );
+                }
+                Err(err) => shared.notify_editor(
+                    "window/showMessage",
+                    json!({ "type": 1, "message": format!("filepuff: {} exited and could not be restarted: {err}", client.name) }),
+                ),
+            }
+        });
+    }
+}
