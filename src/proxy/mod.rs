@@ -396,6 +396,15 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
             if missing && let Some(language) = doc.language {
                 shared.start_servers_for(session, &doc.path, language);
             }
+            if doc.servers.is_empty()
+                && let Some(language) = doc.language
+                && let Err(err @ crate::backends::BackendError::NotInstalled { .. }) =
+                    session.engine.backends().specs_for(language)
+                && shared.starting.lock().unwrap_or_else(|e| e.into_inner()).insert(language, Instant::now()).is_none()
+            {
+                // Said once per language: its documents get no answers until it is installed.
+                shared.log_to_editor(2, format!("filepuff: {err}"));
+            }
         }
         "textDocument/didChange" => {
             let params: DidChangeTextDocumentParams =

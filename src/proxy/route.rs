@@ -175,8 +175,12 @@ pub(crate) fn request(
             }
         }
     };
+    if doc.servers.is_empty() {
+        // No server serves this language (Markdown, a language without one configured).
+        return ready(Ok(Value::Null));
+    }
     let (clients, missing) = shared.doc_clients(session, &doc);
-    if missing || clients.is_empty() {
+    if missing {
         // Some server of this document is not running (still starting, or just crashed):
         // start it, then route.
         let Some(language) = doc.language else { return ready(Ok(Value::Null)) };

@@ -218,6 +218,29 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// The example in docs/configuration.md is a valid configuration (and uncommenting its
+    /// commented keys keeps it valid): the documentation cannot drift from the keys.
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../docs/configuration.md");
+        let start = doc.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let block = &doc[start..start + doc[start..].find("```").expect("closed")];
+        let config = Config::parse(block).unwrap();
+        assert_eq!(
+            config.languages["python"].servers.as_deref(),
+            Some(&["basedpyright".to_owned(), "ruff".to_owned()][..])
+        );
+        let uncommented: String = block
+            .lines()
+            .map(|l| {
+                l.strip_prefix("# position_encoding").map_or(l.to_owned(), |rest| format!("position_encoding{rest}"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let config = Config::parse(&uncommented).unwrap();
+        assert_eq!(config.servers["gopls"].position_encoding.as_deref(), Some("utf-8"));
+    }
+
     #[test]
     fn defaults_when_empty() {
         let config = Config::parse("").unwrap();

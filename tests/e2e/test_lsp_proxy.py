@@ -159,6 +159,12 @@ def test_go_requests_answer_for_unsaved_text(workspace, editor, encoding):
     assert any(d["range"]["start"]["line"] == line for d in published["diagnostics"])
     assert main.read_text() == disk
 
+    # gopls's loading progress reached the editor under a token renamed for it.
+    created = [r["params"]["token"] for r in client.server_requests if r["method"] == "window/workDoneProgress/create"]
+    assert created and all(str(t).startswith("filepuff/") for t in created)
+    progress = client.wait_notification("$/progress", lambda p: p["token"] in created and p["value"]["kind"] == "begin")
+    assert progress["value"]["title"]
+
 
 def test_unknown_methods_pass_through_and_encodings_translate_to_clangd(workspace, editor):
     """The editor speaks UTF-16; clangd is told to speak UTF-8 (`position_encoding`)."""

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""`filepuff lsp` overhead: the same hover/definition requests to gopls and clangd, sent to the
+server directly and through `filepuff lsp`, interleaved in the same run; and the proxy's memory
+with 1,000 open documents. Run with `bench/run proxy` (release build, servers installed).
+
+Printed: p50 and p99 of each path and the added latency (proxy minus direct) at p50 and p99 —
+the figures the targets (≤ 100 µs p50, ≤ 1 ms p99) are about — and the proxy's RSS before and
+after opening 1,000 CPython standard-library files (served by ruff, so the server's work stays
+small and the figure is filepuff's own).
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
+TOOLS = REPO / ".tools" / "bin"
+RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
+
+
+class Lsp:
+    """A minimal synchronous LSP client (no threads: timing noise stays low)."""
+
+    def __init__(self, command, root):
+        env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}"}
+        self.proc = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+
+    def send(self, message):
+        body = json.dumps(message).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def read(self):
+        length = None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("server exited")
+            line = line.strip()
+            if not line:
+                if length is None:
+                    continue
+                break
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        return json.loads(self.proc.stdout.read(length))
+
+    def request(self, method, params):
+        self.next_id += 1
+        my_id = self.next_id
+        self.send({"jsonrpc": "2.0", "id": my_id, "method": method, "params": params})
+        while True:
+            message = self.read()
+            if message.get("id") == my_id and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result")
+            if "method" in message and "id" in message:
+                result = None
+                if message["method"] == "workspace/configuration":
+                    result = [None for _ in message["params"].get("items", [])]
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def initialize(self, root):
+        self.request("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": "bench"}],
+            "capabilities": {"general": {"positionEncodings": ["utf-16"]},
+                             "textDocument": {"hover": {"contentFormat": ["markdown"]}},
+                             "workspace": {"configuration": True}}})
+        self.notify("initialized", {})
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, round((len(values) - 1) * p))]
+
+
+def overhead(name, command, fixture, file, language, positions):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / fixture, root)
+        direct, proxy = Lsp(command, root), Lsp([BIN, "lsp"], root)
+        uri = (root / file).as_uri()
+        for client in (direct, proxy):
+            client.initialize(root)
+            client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": language, "version": 1, "text": (root / file).read_text()}})
+            deadline = time.monotonic() + 60
+            while not client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": positions[0]}):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} never answered hover")
+                time.sleep(0.2)
+        times = {"direct": [], "proxy": []}
+        methods = ["textDocument/hover", "textDocument/definition"]
+        for i in range(RUNS + 50):
+            params = {"textDocument": {"uri": uri}, "position": positions[i % len(positions)]}
+            method = methods[i % 2]
+            for label, client in (("direct", direct), ("proxy", proxy)) if i % 2 else (("proxy", proxy), ("direct", direct)):
+                start = time.perf_counter()
+                client.request(method, params)
+                if i >= 50:
+                    times[label].append((time.perf_counter() - start) * 1e6)
+        direct.close()
+        proxy.close()
+    d50, d99 = percentile(times["direct"], 0.5), percentile(times["direct"], 0.99)
+    p50, p99 = percentile(times["proxy"], 0.5), percentile(times["proxy"], 0.99)
+    print(f"{name:7} {RUNS} hover/definition   direct p50 {d50:8.0f} µs  p99 {d99:8.0f} µs   "
+          f"proxy p50 {p50:8.0f} µs  p99 {p99:8.0f} µs   added p50 {p50 - d50:6.0f} µs  p99 {p99 - d99:6.0f} µs")
+
+
+def rss_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def memory(count=1000):
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)[:count]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "filepuff.toml").write_text('[languages.python]\nservers = ["ruff"]\n')
+        proxy = Lsp([BIN, "lsp"], root)
+        proxy.initialize(root)
+        proxy.request("filepuff/status", None)
+        before = rss_kib(proxy.proc.pid)
+        total = 0
+        for i, path in enumerate(files):
+            text = path.read_text(errors="replace")
+            total += len(text.encode())
+            proxy.notify("textDocument/didOpen", {"textDocument": {
+                "uri": path.as_uri(), "languageId": "python", "version": 1, "text": text}})
+        status = proxy.request("filepuff/status", None)
+        after = rss_kib(proxy.proc.pid)
+        documents = sum(s["documents"] for s in status["servers"])
+        proxy.close()
+    print(f"memory  {len(files)} open documents ({total / 2**20:.1f} MB of text, {documents} synced to ruff): "
+          f"RSS {before / 1024:.1f} MB before, {after / 1024:.1f} MB after (+{(after - before) / 1024:.1f} MB)")
+
+
+def main():
+    if not Path(BIN).exists():
+        sys.exit(f"{BIN} missing: cargo build --release")
+    overhead("gopls", [str(TOOLS / "gopls")], "go", "main.go", "go",
+             [{"line": 9, "character": 20}, {"line": 10, "character": 34}])
+    overhead("clangd", [str(TOOLS / "clangd")], "c", "main.c", "c",
+             [{"line": 4, "character": 30}, {"line": 5, "character": 20}])
+    memory()
+
+
+if __name__ == "__main__":
+    main()
