@@ -67,6 +67,15 @@ struct Shared {
     folders: Vec<WorkspaceFolder>,
 }
 
+/// `initialize` with the answer kept as JSON, so capabilities lsp-types does not model survive.
+enum InitializeRaw {}
+
+impl lsp_types::request::Request for InitializeRaw {
+    type Params = InitializeParams;
+    type Result = Value;
+    const METHOD: &'static str = "initialize";
+}
+
 /// rust-analyzer's status notification (its `experimental/serverStatus` extension).
 enum ServerStatus {}
 
@@ -168,6 +177,9 @@ pub struct LspClient {
     /// The encoding of `Position.character` on this connection (LSP 3.17 `positionEncoding`).
     pub encoding: Encoding,
     pub capabilities: ServerCapabilities,
+    /// The capabilities exactly as the server sent them (fields lsp-types does not model
+    /// included), for the editor proxy's capability union and routing.
+    pub capabilities_json: Value,
     /// `serverInfo` name and version, when the server gave them.
     pub server_info: Option<String>,
     shared: Arc<Mutex<Shared>>,
@@ -518,7 +530,7 @@ impl LspClient {
             }),
             ..InitializeParams::default()
         };
-        let initialized = match tokio::time::timeout(timeout, server.initialize(params)).await {
+        let raw = match tokio::time::timeout(timeout, server.request::<InitializeRaw>(params)).await {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 mainloop.abort();
@@ -529,6 +541,14 @@ impl LspClient {
                 return Err(start_failed(format!("no answer to initialize within {} ms", timeout.as_millis())));
             }
         };
+        let initialized: lsp_types::InitializeResult = match serde_json::from_value(raw.clone()) {
+            Ok(result) => result,
+            Err(err) => {
+                mainloop.abort();
+                return Err(start_failed(format!("malformed initialize answer: {err}")));
+            }
+        };
+        let capabilities_json = raw.get("capabilities").cloned().unwrap_or_else(|| Value::Object(Default::default()));
         server.initialized(InitializedParams {}).map_err(|err| start_failed(err.to_string()))?;
         let encoding = initialized
             .capabilities
@@ -546,6 +566,7 @@ impl LspClient {
             server,
             encoding,
             capabilities: initialized.capabilities,
+            capabilities_json,
             server_info,
             shared,
             synced: Mutex::new(HashMap::new()),

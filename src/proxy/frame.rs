@@ -8,8 +8,9 @@
 //! spec names (-32700 parse error, -32600 invalid request; `id` null unless the message had a
 //! usable one) and the stream resynchronises at the next `Content-Length` header.
 
+use std::io::{BufRead, Read};
+
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 /// Largest body accepted (bytes); a larger one is skipped and answered with an error.
 pub const MAX_BODY: usize = 512 << 20;
@@ -45,14 +46,14 @@ pub fn encode(body: &[u8]) -> Vec<u8> {
 
 const HEADER: &str = "content-length:";
 
-/// Reads the next frame; `None` at the end of the input.
-pub async fn read<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Frame>> {
+/// Reads the next frame (blocking); `None` at the end of the input.
+pub fn read<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Frame>> {
     let mut length: Option<Result<usize, String>> = None;
     let mut saw_header = false;
     let mut line = Vec::new();
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line).await? == 0 {
+        if reader.read_until(b'\n', &mut line)? == 0 {
             return Ok(match (saw_header, length) {
                 (false, _) => None,
                 _ => Some(invalid(Value::Null, -32700, "the input ended inside a message header")),
@@ -92,12 +93,11 @@ pub async fn read<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Op
         None => return Ok(Some(invalid(Value::Null, -32700, "missing Content-Length header"))),
     };
     if length > MAX_BODY {
-        let mut skip = reader.take(length as u64);
-        tokio::io::copy(&mut skip, &mut tokio::io::sink()).await?;
+        std::io::copy(&mut reader.take(length as u64), &mut std::io::sink())?;
         return Ok(Some(invalid(Value::Null, -32700, &format!("message of {length} bytes is over the limit"))));
     }
     let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
+    reader.read_exact(&mut body)?;
     Ok(Some(check(body)))
 }
 
@@ -138,10 +138,9 @@ fn check(body: Vec<u8>) -> Frame {
 mod tests {
     use super::*;
 
-    async fn frames(input: &[u8]) -> Vec<String> {
-        let mut reader = tokio::io::BufReader::new(input);
+    fn frames(mut input: &[u8]) -> Vec<String> {
         let mut out = Vec::new();
-        while let Some(frame) = read(&mut reader).await.unwrap() {
+        while let Some(frame) = read(&mut input).unwrap() {
             out.push(match frame {
                 Frame::Message(body) => String::from_utf8(body).unwrap(),
                 Frame::Invalid { id, code, .. } => format!("error {code} id {id}"),
@@ -150,8 +149,8 @@ mod tests {
         out
     }
 
-    #[tokio::test]
-    async fn bad_frames_are_answered_and_the_stream_recovers() {
+    #[test]
+    fn bad_frames_are_answered_and_the_stream_recovers() {
         let good = r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
         let bad_method = r#"{"jsonrpc":"2.0","id":7,"method":42}"#;
         let input = format!(
@@ -164,7 +163,7 @@ mod tests {
             bad_method.len(),
             good.len()
         );
-        let got = frames(input.as_bytes()).await;
+        let got = frames(input.as_bytes());
         assert_eq!(
             got,
             [
@@ -178,11 +177,11 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn responses_and_notifications_pass() {
+    #[test]
+    fn responses_and_notifications_pass() {
         let response = r#"{"jsonrpc":"2.0","id":"a","result":null}"#;
         let notification = r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
         let input = [encode(response.as_bytes()), encode(notification.as_bytes())].concat();
-        assert_eq!(frames(&input).await, [response, notification]);
+        assert_eq!(frames(&input), [response, notification]);
     }
 }

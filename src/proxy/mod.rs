@@ -30,7 +30,6 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -43,7 +42,7 @@ use lsp_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams, Url,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tower::ServiceBuilder;
 
@@ -59,55 +58,63 @@ pub use translate::{LegendMap, Translator};
 /// or the editor's stream failed (not: malformed messages, which are answered and skipped).
 pub fn serve_stdio(root: Option<PathBuf>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let result = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), root));
-    // The stdin reader may still sit in a blocking read: do not wait for it.
+    let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(std::io::stdout()), root));
+    // The stdin thread may still sit in a blocking read: do not wait for it.
     runtime.shutdown_background();
     result
 }
 
+/// What the writer thread writes: bytes, or a request to say when all before it are written.
+enum Out {
+    Bytes(Vec<u8>),
+    Flushed(std::sync::mpsc::Sender<()>),
+}
+
 /// Serves one editor session over `input`/`output` (see [`serve_stdio`]).
-pub async fn serve<I, O>(input: I, mut output: O, root: Option<PathBuf>) -> anyhow::Result<()>
-where
-    I: AsyncRead + Unpin + Send + 'static,
-    O: AsyncWrite + Unpin + Send + 'static,
-{
-    // editor → frame checks → main loop; main loop → one writer ← error answers.
-    let (mut to_loop, loop_input) = tokio::io::duplex(1 << 16);
-    let (loop_output, from_loop) = tokio::io::duplex(1 << 16);
-    let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+///
+/// The editor's stream is read and checked ([`frame`]) on a thread of its own, with blocking
+/// reads, and written on another: no async stdio (which hops through tokio's blocking pool on
+/// every read and write) sits on the request path.
+pub async fn serve(
+    input: Box<dyn std::io::Read + Send>,
+    output: Box<dyn std::io::Write + Send>,
+    root: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<Out>();
+    let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let errors = out_tx.clone();
-    let reader = tokio::spawn(async move {
-        let mut input = tokio::io::BufReader::new(input);
+    std::thread::Builder::new().name("filepuff-lsp-in".into()).spawn(move || {
+        let mut input = std::io::BufReader::with_capacity(1 << 16, input);
         loop {
-            match frame::read(&mut input).await {
+            match frame::read(&mut input) {
                 Ok(Some(frame::Frame::Message(body))) => {
-                    if to_loop.write_all(&frame::encode(&body)).await.is_err() {
+                    if in_tx.send(frame::encode(&body)).is_err() {
                         break;
                     }
                 }
                 Ok(Some(frame::Frame::Invalid { id, code, message })) => {
                     tracing::warn!("editor sent an invalid message: {message}");
-                    let _ = errors.send(frame::Frame::error_response(&id, code, &message));
+                    let _ = errors.send(Out::Bytes(frame::Frame::error_response(&id, code, &message)));
                 }
                 Ok(None) | Err(_) => break,
             }
         }
-    });
-    let relay = tokio::spawn(async move {
-        let mut from_loop = tokio::io::BufReader::new(from_loop);
-        while let Ok(Some(frame::Frame::Message(body))) = frame::read(&mut from_loop).await {
-            if out_tx.send(frame::encode(&body)).is_err() {
-                break;
+    })?;
+    std::thread::Builder::new().name("filepuff-lsp-out".into()).spawn(move || {
+        let mut output = output;
+        while let Ok(out) = out_rx.recv() {
+            match out {
+                Out::Bytes(bytes) => {
+                    if output.write_all(&bytes).and_then(|()| output.flush()).is_err() {
+                        break;
+                    }
+                }
+                Out::Flushed(done) => {
+                    let _ = done.send(());
+                }
             }
         }
-    });
-    let writer = tokio::spawn(async move {
-        while let Some(bytes) = out_rx.recv().await {
-            if output.write_all(&bytes).await.is_err() || output.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    })?;
 
     let shared = Arc::new_cyclic(|weak| Shared {
         editor: OnceLock::new(),
@@ -126,21 +133,88 @@ where
             .service(Proxy { shared: service_shared, state: Lifecycle::Uninitialized })
     });
     let _ = shared.editor.set(editor);
-    let result = mainloop.run_buffered(loop_input.compat(), loop_output.compat_write()).await;
+    let reader = ChannelReader { rx: in_rx, current: Vec::new(), at: 0 };
+    let writer = ChannelWriter { buffer: Vec::new(), tx: out_tx.clone() };
+    let result = mainloop.run_buffered(reader.compat(), writer.compat_write()).await;
     if let Some(session) = shared.session.get() {
         let engine = session.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
     }
-    reader.abort();
     // Let the last answers (to `shutdown`) reach the editor.
-    let _ = tokio::time::timeout(Duration::from_millis(500), relay).await;
-    let _ = tokio::time::timeout(Duration::from_millis(500), writer).await;
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    if out_tx.send(Out::Flushed(done_tx)).is_ok() {
+        let _ = tokio::task::spawn_blocking(move || done_rx.recv_timeout(Duration::from_secs(2))).await;
+    }
     match result {
         Ok(()) => Ok(()),
         // The editor closed its end without `exit`: a normal way for a session to end.
         Err(async_lsp::Error::Io(err)) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(()),
         Err(async_lsp::Error::Eof) => Ok(()),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// The main loop's input: checked frames from the reader thread.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl AsyncRead for ChannelReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        while self.at >= self.current.len() {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(bytes)) => {
+                    self.current = bytes;
+                    self.at = 0;
+                }
+                Poll::Ready(None) => return Poll::Ready(Ok(())), // end of input
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        let n = buf.remaining().min(self.current.len() - self.at);
+        let at = self.at;
+        buf.put_slice(&self.current[at..at + n]);
+        self.at += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The main loop's output: bytes gathered until the loop flushes (after whole messages), then
+/// handed to the writer thread in one piece, so error answers from the reader thread never land
+/// inside a message.
+struct ChannelWriter {
+    buffer: Vec<u8>,
+    tx: std::sync::mpsc::Sender<Out>,
+}
+
+impl AsyncWrite for ChannelWriter {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.buffer.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if !self.buffer.is_empty() {
+            let bytes = std::mem::take(&mut self.buffer);
+            if self.tx.send(Out::Bytes(bytes)).is_err() {
+                return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.poll_flush(cx)
     }
 }
 
@@ -166,8 +240,9 @@ pub(crate) struct Session {
     encoding: Encoding,
     /// The editor's `ClientCapabilities` JSON.
     editor_capabilities: Value,
-    /// True once the `initialize` answer is on its way: server traffic is forwarded from then.
-    ready: AtomicBool,
+    /// True once the `initialize` answer is on its way: server traffic is forwarded from then
+    /// (server requests made before wait for it).
+    ready: tokio::sync::watch::Sender<bool>,
     /// The semantic-token legend the editor was given.
     legend: OnceLock<Value>,
     /// Per server name, how its legend maps onto [`Session::legend`].
@@ -184,13 +259,19 @@ struct OpenDoc {
     servers: Vec<(String, PathBuf)>,
 }
 
+impl Session {
+    fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+}
+
 impl Shared {
     fn editor(&self) -> ClientSocket {
         self.editor.get().cloned().unwrap_or_else(ClientSocket::new_closed)
     }
 
     fn ready_session(&self) -> Option<&Session> {
-        self.session.get().filter(|s| s.ready.load(Ordering::Acquire))
+        self.session.get().filter(|s| s.is_ready())
     }
 
     /// Sends a notification to the editor.
@@ -324,7 +405,7 @@ impl tower::Service<AnyRequest> for Proxy {
                 ready(Err(error(ErrorCode::INVALID_REQUEST, "the server is shutting down")))
             }
             (Lifecycle::Initializing, method) => {
-                let Some(session) = self.shared.session.get().filter(|s| s.ready.load(Ordering::Acquire)) else {
+                let Some(session) = self.shared.ready_session() else {
                     return ready(Err(error(ErrorCode::SERVER_NOT_INITIALIZED, "initialize has not finished")));
                 };
                 if method == "shutdown" {
@@ -541,7 +622,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         engine: engine.clone(),
         encoding,
         editor_capabilities,
-        ready: AtomicBool::new(false),
+        ready: tokio::sync::watch::Sender::new(false),
         legend: OnceLock::new(),
         legend_maps: Mutex::new(HashMap::new()),
     };
@@ -567,8 +648,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     let mut clients = engine.backends().running();
     let order: Vec<String> = engine.backends().server_specs().iter().map(|s| s.name.clone()).collect();
     clients.sort_by_key(|c| order.iter().position(|n| *n == c.name));
-    let capabilities: Vec<Value> =
-        clients.iter().map(|c| serde_json::to_value(&c.capabilities).unwrap_or_default()).collect();
+    let capabilities: Vec<Value> = clients.iter().map(|c| c.capabilities_json.clone()).collect();
     let mut legend = json!({ "tokenTypes": [], "tokenModifiers": [] });
     for caps in &capabilities {
         if let Some(server_legend) = caps.pointer("/semanticTokensProvider/legend") {
@@ -594,7 +674,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         .map(|c| format!("{} ({})", c.server_info.clone().unwrap_or_else(|| c.name.clone()), c.encoding.lsp_name()))
         .collect();
     tracing::info!("serving {} with {}", engine.workspace().root().display(), servers.join(", "));
-    session.ready.store(true, Ordering::Release);
+    session.ready.send_replace(true);
     Ok(json!({
         "capabilities": union,
         "serverInfo": { "name": "filepuff", "version": env!("CARGO_PKG_VERSION") }

@@ -92,7 +92,7 @@ fn capability(method: &str) -> Option<&'static str> {
 /// Whether `client` offers `method` (unknown methods: yes).
 fn offers(client: &LspClient, method: &str) -> bool {
     let Some(field) = capability(method) else { return true };
-    let caps = serde_json::to_value(&client.capabilities).unwrap_or_default();
+    let caps = &client.capabilities_json;
     match caps.get(field) {
         None | Some(Value::Null) | Some(Value::Bool(false)) => false,
         Some(_) if method == "textDocument/prepareRename" => {
@@ -248,7 +248,8 @@ fn first_answer(
     if clients.len() == 1 {
         return answer;
     }
-    let fallbacks: Vec<(Ctx, Arc<LspClient>)> = clients[1..].iter().map(|c| (context(session, c), c.clone())).collect();
+    let fallbacks: Vec<(Ctx, Arc<LspClient>)> =
+        clients[1..].iter().map(|c| (context(session, c, method), c.clone())).collect();
     let method = method.to_owned();
     Box::pin(async move {
         let mut result = answer.await;
@@ -272,11 +273,12 @@ struct Ctx {
     legend: Option<(Value, Option<translate::LegendMap>)>,
 }
 
-fn context(session: &Session, client: &LspClient) -> Ctx {
+fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
+    let tokens = method.starts_with("textDocument/semanticTokens/");
     Ctx {
         engine: session.engine.clone(),
         encoding: session.encoding,
-        legend: session.legend.get().map(|legend| {
+        legend: session.legend.get().filter(|_| tokens).map(|legend| {
             let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
             (legend.clone(), map)
         }),
@@ -294,7 +296,7 @@ fn send(
     params: Value,
     uri: Option<String>,
 ) -> BoxFuture<'static, Result<Value, ResponseError>> {
-    forward(context(session, client), client.clone(), method.to_owned(), params, uri)
+    forward(context(session, client, method), client.clone(), method.to_owned(), params, uri)
 }
 
 fn forward(
@@ -353,8 +355,7 @@ fn legend_map(ctx: &Ctx, client: &LspClient) -> Option<translate::LegendMap> {
     if let Some(map) = known {
         return Some(map.clone());
     }
-    let caps = serde_json::to_value(&client.capabilities).ok()?;
-    Some(translate::LegendMap::new(caps.pointer("/semanticTokensProvider/legend")?, legend))
+    Some(translate::LegendMap::new(client.capabilities_json.pointer("/semanticTokensProvider/legend")?, legend))
 }
 
 fn tokens_pass_through(ctx: &Ctx, client: &LspClient, map: &Option<translate::LegendMap>) -> bool {

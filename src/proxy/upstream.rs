@@ -76,7 +76,7 @@ impl Upstream for EditorLink {
         let Some(session) = shared.session.get() else { return };
         let client = session.engine.backends().by_serial(from.serial);
         to_editor(session, client.as_ref(), &mut params);
-        let ready = session.ready.load(std::sync::atomic::Ordering::Acquire);
+        let ready = session.is_ready();
         match method {
             "textDocument/publishDiagnostics" => {
                 let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else { return };
@@ -138,136 +138,29 @@ impl Upstream for EditorLink {
         &self,
         from: &ClientRef,
         method: &str,
-        mut params: Value,
+        params: Value,
     ) -> BoxFuture<'static, Result<Value, ResponseError>> {
         let Some(shared) = self.0.upgrade() else {
             return ready(Err(error(ErrorCode::REQUEST_FAILED, "the editor is gone")));
         };
-        let Some(session) = shared.ready_session() else {
-            // Before the editor has its `initialize` answer it must not get requests: answer
-            // what servers need to go on.
-            return ready(match method {
-                "workspace/configuration" => {
-                    let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
-                    Ok(Value::Array(vec![Value::Null; items]))
-                }
-                "client/registerCapability" | "client/unregisterCapability" | "window/workDoneProgress/create" => {
-                    Ok(Value::Null)
-                }
-                _ => Err(error(ErrorCode::REQUEST_FAILED, "the editor session is not initialized yet")),
-            });
-        };
-        let supports = |pointer: &str| {
-            session.editor_capabilities.pointer(pointer).is_some_and(|v| v.as_bool() != Some(false) && !v.is_null())
-        };
-        match method {
-            "window/workDoneProgress/create" => {
-                let token = params.get("token").map(token_string).unwrap_or_default();
-                if !supports("/window/workDoneProgress") {
-                    shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).tokens.insert((from.serial, token), None);
-                    return ready(Ok(Value::Null));
-                }
-                let editor_token = format!("filepuff/{}/{token}", from.serial);
-                shared
-                    .upstream
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .tokens
-                    .insert((from.serial, token), Some(editor_token.clone()));
-                shared.request_editor(method, json!({ "token": editor_token }))
-            }
-            "client/registerCapability" => {
-                let specs = session.engine.backends().server_specs();
-                let languages: Vec<Value> = specs
-                    .iter()
-                    .find(|s| s.name == from.name)
-                    .map(|s| s.languages.iter().map(|l| json!({ "language": l.lsp_id() })).collect())
-                    .unwrap_or_default();
-                let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
-                let mut forwarded = Vec::new();
-                for mut registration in
-                    params.get("registrations").and_then(Value::as_array).cloned().unwrap_or_default()
-                {
-                    let id = format!(
-                        "filepuff/{}/{}",
-                        from.serial,
-                        registration.get("id").and_then(Value::as_str).unwrap_or_default()
-                    );
-                    let reg_method = registration.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    if reg_method == "workspace/didChangeWatchedFiles" {
-                        state.absorbed.insert(id);
-                        continue;
-                    }
-                    if reg_method == "workspace/executeCommand" {
-                        for command in registration
-                            .pointer("/registerOptions/commands")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                        {
-                            if let Some(command) = command.as_str() {
-                                state.commands.insert(command.to_owned(), from.name.clone());
-                            }
-                        }
-                    }
-                    if reg_method.starts_with("textDocument/") && !languages.is_empty() {
-                        let options = registration
-                            .as_object_mut()
-                            .map(|r| r.entry("registerOptions").or_insert_with(|| json!({})));
-                        if let Some(options) = options.and_then(Value::as_object_mut)
-                            && options.get("documentSelector").is_none_or(Value::is_null)
-                        {
-                            options.insert("documentSelector".into(), Value::Array(languages.clone()));
-                        }
-                    }
-                    registration["id"] = json!(id);
-                    state.registrations.entry(from.serial).or_default().push((id, reg_method));
-                    forwarded.push(registration);
-                }
-                drop(state);
-                if forwarded.is_empty() {
-                    return ready(Ok(Value::Null));
-                }
-                shared.request_editor(method, json!({ "registrations": forwarded }))
-            }
-            "client/unregisterCapability" => {
-                let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
-                let mut forwarded = Vec::new();
-                // The spec's field name is misspelt on purpose ("unregisterations", LSP 3.17).
-                for mut entry in params.get("unregisterations").and_then(Value::as_array).cloned().unwrap_or_default() {
-                    let id = format!(
-                        "filepuff/{}/{}",
-                        from.serial,
-                        entry.get("id").and_then(Value::as_str).unwrap_or_default()
-                    );
-                    if state.absorbed.remove(&id) {
-                        continue;
-                    }
-                    if let Some(list) = state.registrations.get_mut(&from.serial) {
-                        list.retain(|(known, _)| *known != id);
-                    }
-                    entry["id"] = json!(id);
-                    forwarded.push(entry);
-                }
-                drop(state);
-                if forwarded.is_empty() {
-                    return ready(Ok(Value::Null));
-                }
-                shared.request_editor(method, json!({ "unregisterations": forwarded }))
-            }
-            "workspace/configuration" => {
-                if supports("/workspace/configuration") {
-                    return shared.request_editor(method, params);
-                }
-                let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
-                ready(Ok(Value::Array(vec![Value::Null; items])))
-            }
-            _ => {
-                let client = session.engine.backends().by_serial(from.serial);
-                to_editor(session, client.as_ref(), &mut params);
-                shared.request_editor(method, params)
-            }
+        let Some(session) = shared.session.get() else { return ready(answer_locally(method, &params)) };
+        if session.is_ready() {
+            return to_ready_editor(&shared, session, from, method, params);
         }
+        // The editor must not get requests before its `initialize` answer: wait for it.
+        let mut ready_rx = session.ready.subscribe();
+        let weak = self.0.clone();
+        let (from, method) = (from.clone(), method.to_owned());
+        Box::pin(async move {
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(120), ready_rx.wait_for(|r| *r))
+                .await
+                .map(|r| r.is_ok());
+            let Some(shared) = weak.upgrade() else { return answer_locally(&method, &params) };
+            match (waited, shared.ready_session()) {
+                (Ok(true), Some(session)) => to_ready_editor(&shared, session, &from, &method, params).await,
+                _ => answer_locally(&method, &params),
+            }
+        })
     }
 
     fn started(&self, client: &Arc<LspClient>) {
@@ -324,5 +217,134 @@ impl Upstream for EditorLink {
                 ),
             }
         });
+    }
+}
+
+/// What a server gets when the editor cannot be asked: what lets it go on.
+fn answer_locally(method: &str, params: &Value) -> Result<Value, ResponseError> {
+    match method {
+        "workspace/configuration" => {
+            let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+            Ok(Value::Array(vec![Value::Null; items]))
+        }
+        "client/registerCapability" | "client/unregisterCapability" | "window/workDoneProgress/create" => {
+            Ok(Value::Null)
+        }
+        _ => Err(error(ErrorCode::REQUEST_FAILED, "the editor session is not initialized")),
+    }
+}
+
+/// A server request to an initialized editor (see the module documentation).
+fn to_ready_editor(
+    shared: &Arc<Shared>,
+    session: &Session,
+    from: &ClientRef,
+    method: &str,
+    mut params: Value,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    let supports = |pointer: &str| {
+        session.editor_capabilities.pointer(pointer).is_some_and(|v| v.as_bool() != Some(false) && !v.is_null())
+    };
+    match method {
+        "window/workDoneProgress/create" => {
+            let token = params.get("token").map(token_string).unwrap_or_default();
+            if !supports("/window/workDoneProgress") {
+                shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).tokens.insert((from.serial, token), None);
+                return ready(Ok(Value::Null));
+            }
+            let editor_token = format!("filepuff/{}/{token}", from.serial);
+            shared
+                .upstream
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .tokens
+                .insert((from.serial, token), Some(editor_token.clone()));
+            shared.request_editor(method, json!({ "token": editor_token }))
+        }
+        "client/registerCapability" => {
+            let specs = session.engine.backends().server_specs();
+            let languages: Vec<Value> = specs
+                .iter()
+                .find(|s| s.name == from.name)
+                .map(|s| s.languages.iter().map(|l| json!({ "language": l.lsp_id() })).collect())
+                .unwrap_or_default();
+            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            let mut forwarded = Vec::new();
+            for mut registration in params.get("registrations").and_then(Value::as_array).cloned().unwrap_or_default() {
+                let id = format!(
+                    "filepuff/{}/{}",
+                    from.serial,
+                    registration.get("id").and_then(Value::as_str).unwrap_or_default()
+                );
+                let reg_method = registration.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                if reg_method == "workspace/didChangeWatchedFiles" {
+                    state.absorbed.insert(id);
+                    continue;
+                }
+                if reg_method == "workspace/executeCommand" {
+                    for command in registration
+                        .pointer("/registerOptions/commands")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(command) = command.as_str() {
+                            state.commands.insert(command.to_owned(), from.name.clone());
+                        }
+                    }
+                }
+                if reg_method.starts_with("textDocument/") && !languages.is_empty() {
+                    let options =
+                        registration.as_object_mut().map(|r| r.entry("registerOptions").or_insert_with(|| json!({})));
+                    if let Some(options) = options.and_then(Value::as_object_mut)
+                        && options.get("documentSelector").is_none_or(Value::is_null)
+                    {
+                        options.insert("documentSelector".into(), Value::Array(languages.clone()));
+                    }
+                }
+                registration["id"] = json!(id);
+                state.registrations.entry(from.serial).or_default().push((id, reg_method));
+                forwarded.push(registration);
+            }
+            drop(state);
+            if forwarded.is_empty() {
+                return ready(Ok(Value::Null));
+            }
+            shared.request_editor(method, json!({ "registrations": forwarded }))
+        }
+        "client/unregisterCapability" => {
+            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            let mut forwarded = Vec::new();
+            // The spec's field name is misspelt on purpose ("unregisterations", LSP 3.17).
+            for mut entry in params.get("unregisterations").and_then(Value::as_array).cloned().unwrap_or_default() {
+                let id =
+                    format!("filepuff/{}/{}", from.serial, entry.get("id").and_then(Value::as_str).unwrap_or_default());
+                if state.absorbed.remove(&id) {
+                    continue;
+                }
+                if let Some(list) = state.registrations.get_mut(&from.serial) {
+                    list.retain(|(known, _)| *known != id);
+                }
+                entry["id"] = json!(id);
+                forwarded.push(entry);
+            }
+            drop(state);
+            if forwarded.is_empty() {
+                return ready(Ok(Value::Null));
+            }
+            shared.request_editor(method, json!({ "unregisterations": forwarded }))
+        }
+        "workspace/configuration" => {
+            if supports("/workspace/configuration") {
+                return shared.request_editor(method, params);
+            }
+            let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+            ready(Ok(Value::Array(vec![Value::Null; items])))
+        }
+        _ => {
+            let client = session.engine.backends().by_serial(from.serial);
+            to_editor(session, client.as_ref(), &mut params);
+            shared.request_editor(method, params)
+        }
     }
 }

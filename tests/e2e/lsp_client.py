@@ -37,6 +37,8 @@ class LspClient:
         self._responses: dict[Any, dict] = {}
         self.notifications: list[dict] = []
         self.server_requests: list[dict] = []
+        # Error responses without an id (answers to messages that could not be parsed).
+        self.orphan_errors: list[dict] = []
         # How the "editor" answers requests from the server, by method.
         self.handlers: dict[str, Callable[[dict], Any]] = {
             "workspace/configuration": lambda p: [None for _ in p.get("items", [])],
@@ -99,7 +101,10 @@ class LspClient:
                     self._lock.notify_all()
             else:
                 with self._lock:
-                    self._responses[message.get("id")] = message
+                    if message.get("id") is None:
+                        self.orphan_errors.append(message)
+                    else:
+                        self._responses[message.get("id")] = message
                     self._lock.notify_all()
 
     def _answer(self, message: dict) -> None:
