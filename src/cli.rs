@@ -34,8 +34,10 @@ pub enum Command {
     /// Serve the editor over stdin/stdout as one language server in front of gopls, clangd,
     /// basedpyright, typescript-language-server, … (configure your editor to run this).
     Lsp,
-    /// Serve MCP over stdin/stdout (register this command with your MCP client).
-    Mcp(McpArgs),
+    /// Serve MCP over stdin/stdout (register this command with your MCP client). When a
+    /// `filepuff lsp` (an editor) serves this workspace, attach to its Engine: live buffers,
+    /// the same language servers.
+    Mcp(McpServeArgs),
     /// List every tool with its toolset and whether this configuration serves it.
     Tools(McpArgs),
     /// Search file contents (the file_search tool).
@@ -118,6 +120,16 @@ pub struct RefsArgs {
     /// Leave the declaration out.
     #[arg(long)]
     pub no_declaration: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpServeArgs {
+    #[command(flatten)]
+    pub toolsets: McpArgs,
+    /// Never attach to an editor's Engine: serve the files on disk with language servers of
+    /// this process.
+    #[arg(long)]
+    pub standalone: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -310,8 +322,14 @@ pub fn run(cli: Cli) -> ExitCode {
     let engine = Arc::new(Engine::new(workspace));
     match cli.command {
         Command::Lsp => ExitCode::from(EXIT_OK),
-        Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
-            Ok(toolsets) => serve_mcp(engine, toolsets),
+        Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
+            Ok(toolsets) => {
+                let attached = if args.standalone { None } else { crate::attach::connect(engine.workspace().root()) };
+                match attached {
+                    Some(stream) => bridge_mcp(engine, stream, args.toolsets.toolsets),
+                    None => serve_mcp(engine, toolsets),
+                }
+            }
             Err(err) => report_error(&err, false),
         },
         Command::Tools(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
@@ -527,20 +545,17 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
 
 /// The toolsets to serve: `--toolsets`, else `[mcp] toolsets`, else the default.
 fn toolset_selection(engine: &Engine, flag: Option<&str>) -> Result<ToolsetSelection, ToolError> {
-    if let Some(list) = flag {
-        return ToolsetSelection::parse_list(list)
-            .map_err(|message| ToolError::invalid_params(&format!("--toolsets: {message}")));
-    }
-    match &engine.workspace().config().mcp.toolsets {
-        Some(names) => ToolsetSelection::parse(names).map_err(|message| {
+    crate::attach::toolsets(engine, flag).map_err(|message| {
+        if flag.is_some() {
+            ToolError::invalid_params(&message)
+        } else {
             ToolError::new(
                 crate::tools::ErrorCode::ConfigInvalid,
-                format!("[mcp] toolsets: {message}"),
+                message,
                 "Fix filepuff.toml; every key is described in docs/configuration.md.",
             )
-        }),
-        None => Ok(ToolsetSelection::default()),
-    }
+        }
+    })
 }
 
 /// `filepuff tools`: one line per tool, grouped by toolset, marked served or not.
@@ -558,6 +573,26 @@ fn print_tools(toolsets: &ToolsetSelection) {
     }
     out.push_str(&format!("\nserved toolsets: {}\n", toolsets.names().join(", ")));
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+/// `filepuff mcp` attached to an editor's Engine (see `attach`).
+fn bridge_mcp(engine: Arc<Engine>, stream: std::os::unix::net::UnixStream, toolsets: Option<String>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("filepuff: cannot start the async runtime: {err}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let result = runtime.block_on(crate::attach::bridge(stream, toolsets, engine));
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(err) => {
+            eprintln!("filepuff mcp: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
 }
 
 fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection) -> ExitCode {

@@ -27,6 +27,42 @@ pub struct Engine {
     graph: Mutex<Option<Arc<GraphStore>>>,
     /// The file index, built on first use.
     index: Mutex<Option<Arc<FileIndex>>>,
+    /// The editor holding the open documents, when one is attached (`filepuff lsp`).
+    editor: std::sync::OnceLock<Arc<dyn Editor>>,
+}
+
+/// One open document's new text, for [`Editor::apply`].
+#[derive(Debug, Clone)]
+pub struct BufferEdit {
+    pub path: std::path::PathBuf,
+    /// The editor's version the edit was computed on.
+    pub version: i32,
+    /// The text at that version.
+    pub old_text: ropey::Rope,
+    pub new_text: String,
+}
+
+/// The editor's answer to [`Editor::apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditorAnswer {
+    /// Applied; the editor's `didChange`s have reached the documents store.
+    Applied,
+    /// The editor refused (its `failureReason`, when it gave one); nothing changed.
+    Refused { reason: Option<String> },
+}
+
+/// The editor behind `filepuff lsp`, as the tools see it: edits to documents it has open go
+/// through it (`workspace/applyEdit`, LSP 3.17), so they land in its buffers as ordinary,
+/// undoable edits and never overwrite unsaved text.
+pub trait Editor: Send + Sync + std::fmt::Debug {
+    /// Asks the editor to change open documents, all or none (one `workspace/applyEdit` with
+    /// versioned `documentChanges`), labelled `label` in its undo history. Blocks until the
+    /// editor answers and, when it applied them, until its `didChange`s arrived (bounded).
+    /// Call from a blocking context (a tool thread), never from an async task.
+    ///
+    /// Errors: the editor cannot apply edits (no `workspace.applyEdit` capability), is gone,
+    /// or did not answer in time — nothing was changed by filepuff.
+    fn apply(&self, label: &str, edits: &[BufferEdit]) -> Result<EditorAnswer, String>;
 }
 
 impl Engine {
@@ -40,6 +76,7 @@ impl Engine {
             backends,
             graph: Mutex::new(None),
             index: Mutex::new(None),
+            editor: std::sync::OnceLock::new(),
         }
     }
 
@@ -51,6 +88,16 @@ impl Engine {
     /// The live buffer store.
     pub fn documents(&self) -> &DocumentStore {
         &self.documents
+    }
+
+    /// The attached editor, if any (see [`Editor`]).
+    pub fn editor(&self) -> Option<&Arc<dyn Editor>> {
+        self.editor.get()
+    }
+
+    /// Attaches the editor (`filepuff lsp` does, at `initialize`). Only the first call counts.
+    pub fn attach_editor(&self, editor: Arc<dyn Editor>) {
+        let _ = self.editor.set(editor);
     }
 
     /// The language servers.

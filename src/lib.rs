@@ -1,6 +1,7 @@
 //! filepuff: one Engine (workspace, documents, syntax, search) behind three faces — MCP, the
 //! CLI and (later) an LSP proxy. See `docs/architecture.md` for the map.
 
+pub mod attach;
 pub mod backends;
 pub mod cli;
 pub mod documents;

@@ -329,6 +329,18 @@ impl Backends {
         }
     }
 
+    /// Makes the clients live on `handle`'s runtime instead of one of their own (the editor
+    /// proxy runs everything on one thread: no cross-thread wake-ups between the editor's
+    /// messages and the servers'). Only before first use; returns false when too late. Never
+    /// call [`Backends::run`] from a task of that runtime.
+    pub fn adopt_runtime(&self, handle: tokio::runtime::Handle) -> bool {
+        if self.runtime.get().is_some() {
+            return false;
+        }
+        handle.spawn(reap_idle(Arc::downgrade(&self.clients), self.config.idle_shutdown_secs));
+        self.runtime.set(handle).is_ok()
+    }
+
     /// The backends' runtime, started (with the idle reaper) on first use.
     fn runtime(&self) -> tokio::runtime::Handle {
         self.runtime

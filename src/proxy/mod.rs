@@ -57,7 +57,9 @@ pub use translate::{LegendMap, Translator};
 /// `root` is used when `initialize` names no workspace. Errors: the runtime could not start,
 /// or the editor's stream failed (not: malformed messages, which are answered and skipped).
 pub fn serve_stdio(root: Option<PathBuf>) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // One thread for the editor's main loop, the servers' clients and the agents' sessions
+    // (tools run on the blocking pool): messages pass between them without thread wake-ups.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(std::io::stdout()), root));
     // The stdin thread may still sit in a blocking read: do not wait for it.
     runtime.shutdown_background();
@@ -123,6 +125,7 @@ pub async fn serve(
         docs: Mutex::new(HashMap::new()),
         upstream: Mutex::new(upstream::State::default()),
         starting: Mutex::new(HashMap::new()),
+        listener: Mutex::new(None),
         me: weak.clone(),
     });
     let service_shared = shared.clone();
@@ -136,6 +139,7 @@ pub async fn serve(
     let reader = ChannelReader { rx: in_rx, current: Vec::new(), at: 0 };
     let writer = ChannelWriter { buffer: Vec::new(), tx: out_tx.clone() };
     let result = mainloop.run_buffered(reader.compat(), writer.compat_write()).await;
+    drop(shared.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
     if let Some(session) = shared.session.get() {
         let engine = session.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
@@ -230,6 +234,8 @@ pub(crate) struct Shared {
     /// When servers for a language were last started for a document (so a language without an
     /// installed server is not retried on every keystroke).
     starting: Mutex<HashMap<Language, Instant>>,
+    /// The socket agents attach on (removed with it).
+    listener: Mutex<Option<crate::attach::Listener>>,
     me: std::sync::Weak<Shared>,
 }
 
@@ -613,6 +619,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         .unwrap_or_default();
     let encoding = if offered.iter().any(|e| e == "utf-8") { Encoding::Utf8 } else { Encoding::Utf16 };
     let engine = Arc::new(Engine::new(workspace));
+    engine.backends().adopt_runtime(tokio::runtime::Handle::current());
     engine.backends().attach_upstream(
         Arc::new(upstream::EditorLink(Arc::downgrade(&shared))),
         editor_capabilities.clone(),
@@ -628,6 +635,15 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     };
     if shared.session.set(session).is_err() {
         return Err(error(ErrorCode::INVALID_REQUEST, "initialize was already sent"));
+    }
+    // Agents' edits to open documents go through this editor; agents attach on the socket.
+    engine.attach_editor(Arc::new(upstream::EditorLink(Arc::downgrade(&shared))));
+    match crate::attach::listen(engine.clone()) {
+        Ok(listener) => {
+            tracing::info!("agents attach on {}", listener.path().display());
+            *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+        }
+        Err(err) => tracing::warn!("agents cannot attach to this session: {err}"),
     }
 
     // Start the servers of the languages the workspace holds, concurrently.

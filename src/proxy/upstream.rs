@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use super::translate::Translator;
 use super::{Session, Shared, error, ready};
 use crate::backends::{ClientRef, LspClient, Upstream};
+use crate::engine::{BufferEdit, Editor, EditorAnswer};
 
 /// One server's latest diagnostics for a document: the version they are for, and the list.
 type Published = (Option<i64>, Vec<Value>);
@@ -346,5 +347,75 @@ fn to_ready_editor(
             to_editor(session, client.as_ref(), &mut params);
             shared.request_editor(method, params)
         }
+    }
+}
+
+impl std::fmt::Debug for EditorLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EditorLink")
+    }
+}
+
+/// How long an agent's edit waits for the editor: its answer, then its `didChange`s.
+const EDITOR_ANSWER: std::time::Duration = std::time::Duration::from_secs(30);
+const EDITOR_DID_CHANGE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Editor for EditorLink {
+    fn apply(&self, label: &str, edits: &[BufferEdit]) -> Result<EditorAnswer, String> {
+        let shared = self.0.upgrade().ok_or("the editor session ended")?;
+        let session = shared.ready_session().ok_or("the editor session is not initialized")?;
+        let caps = &session.editor_capabilities;
+        if caps.pointer("/workspace/applyEdit").and_then(Value::as_bool) != Some(true) {
+            return Err("the editor does not support workspace/applyEdit".to_owned());
+        }
+        let versioned = caps.pointer("/workspace/workspaceEdit/documentChanges").and_then(Value::as_bool) == Some(true);
+        let mut document_changes = Vec::new();
+        let mut changes = serde_json::Map::new();
+        for edit in edits {
+            let uri =
+                lsp_types::Url::from_file_path(&edit.path).map_err(|()| format!("bad path {}", edit.path.display()))?;
+            // One range: the span between the common prefix and suffix, in the editor's units.
+            let change = crate::backends::client::incremental_change(
+                &edit.old_text,
+                &ropey::Rope::from_str(&edit.new_text),
+                session.encoding,
+            );
+            let text_edit = json!({ "range": change.range, "newText": change.text });
+            if versioned {
+                document_changes.push(json!({
+                    "textDocument": { "uri": uri, "version": edit.version },
+                    "edits": [text_edit],
+                }));
+            } else {
+                changes.insert(uri.to_string(), json!([text_edit]));
+            }
+        }
+        let edit =
+            if versioned { json!({ "documentChanges": document_changes }) } else { json!({ "changes": changes }) };
+        let answer = shared.request_editor("workspace/applyEdit", json!({ "label": label, "edit": edit }));
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| "no runtime to wait for the editor on")?;
+        let result = runtime
+            .block_on(tokio::time::timeout(EDITOR_ANSWER, answer))
+            .map_err(|_| format!("the editor did not answer workspace/applyEdit within {} s", EDITOR_ANSWER.as_secs()))?
+            .map_err(|err| format!("the editor answered workspace/applyEdit with an error: {}", err.message))?;
+        if result.get("applied").and_then(Value::as_bool) != Some(true) {
+            let reason = result.get("failureReason").and_then(Value::as_str).map(str::to_owned);
+            return Ok(EditorAnswer::Refused { reason });
+        }
+        // The editor's didChange for each document brings the text here; wait for them so the
+        // agent's next read sees its edit.
+        let deadline = std::time::Instant::now() + EDITOR_DID_CHANGE;
+        let documents = session.engine.documents();
+        while edits.iter().any(|e| documents.get(&e.path).is_some_and(|d| d.version <= e.version)) {
+            if std::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    "the editor applied an edit but sent no didChange within {} s",
+                    EDITOR_DID_CHANGE.as_secs()
+                );
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(EditorAnswer::Applied)
     }
 }

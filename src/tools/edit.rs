@@ -15,7 +15,7 @@ use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::{self, Language};
 use crate::edits::write::{LockedFile, WriteError};
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
-use crate::engine::Engine;
+use crate::engine::{BufferEdit, EditorAnswer, Engine};
 use crate::tools::{DiagnosticInfo, file_diagnostics};
 
 /// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
@@ -75,7 +75,9 @@ pub struct EditOutput {
     pub old_hash: String,
     /// Content hash after the edit (the would-be hash for a preview).
     pub new_hash: String,
-    /// `disk` or `buffer` (an open editor document), for an applied edit.
+    /// Where an applied edit went: `disk`; `editor` (a document open in the editor behind
+    /// `filepuff lsp`, changed through `workspace/applyEdit`; `editor+disk` when
+    /// `[lsp] save_agent_edits` also saved it); `buffer` (an open document without an editor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_to: Option<String>,
     /// The document's new version when an open buffer was edited.
@@ -90,6 +92,11 @@ pub struct EditOutput {
     /// The language server's view after an applied edit (see the `diagnostics` parameter).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<EditDiagnostics>,
+    /// Why the editor did not apply the edit, when the file is open in an editor behind
+    /// `filepuff lsp` and it answered `applied: false` (then `applied` is false and nothing
+    /// changed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub editor_refused: Option<String>,
 }
 
 /// Diagnostics of the edited file after the edit, compared with before it by severity, code
@@ -174,6 +181,33 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
         .map_err(|err| edit_error(err, &shown))?;
         let mut output = output(&shown, &params, &source, &planned, old_hash);
         if apply && output.changed {
+            if let Some(editor) = engine.editor() {
+                // An editor holds this buffer: the edit goes to it (workspace/applyEdit), an
+                // ordinary undoable edit there; its didChange brings the text back here.
+                let edit = BufferEdit {
+                    path: resolved.absolute.clone(),
+                    version: document.version,
+                    old_text: document.text.clone(),
+                    new_text: planned.new_text.clone(),
+                };
+                let label = format!("filepuff: {} in {shown}", output.operation);
+                match editor.apply(&label, &[edit]).map_err(|message| editor_unavailable(&shown, message))? {
+                    EditorAnswer::Applied => {
+                        output.applied = true;
+                        output.written_to = Some("editor".to_owned());
+                        output.buffer_version = engine.documents().get(&resolved.absolute).map(|d| d.version);
+                        if workspace.config().lsp.save_agent_edits {
+                            save_buffer(&resolved.absolute, &planned.new_text, max_bytes, &shown)?;
+                            output.written_to = Some("editor+disk".to_owned());
+                        }
+                    }
+                    EditorAnswer::Refused { reason } => {
+                        output.editor_refused =
+                            Some(reason.unwrap_or_else(|| "the editor did not apply the edit".to_owned()));
+                    }
+                }
+                return Ok(output);
+            }
             let version = engine
                 .documents()
                 .replace_if_version(&resolved.absolute, document.version, &planned.new_text)
@@ -287,6 +321,22 @@ fn compare_diagnostics(before: Diagnosed, after: Diagnosed) -> EditDiagnostics {
     }
 }
 
+/// The tool error for an editor that cannot take an edit.
+pub(crate) fn editor_unavailable(shown: &str, message: String) -> ToolError {
+    ToolError::new(
+        ErrorCode::EditEditorUnavailable,
+        format!("{shown} is open in the editor, which cannot take the edit: {message}"),
+        "Nothing changed. Retry, or save and close the file in the editor first.",
+    )
+    .with("path", shown)
+}
+
+/// Saves an agent's edit of an open document to disk too (`[lsp] save_agent_edits`), atomically.
+pub(crate) fn save_buffer(path: &std::path::Path, text: &str, max_bytes: u64, shown: &str) -> Result<(), ToolError> {
+    let locked = LockedFile::open(path, max_bytes).map_err(|err| write_error(err, shown))?;
+    locked.replace(text.as_bytes()).map_err(|err| write_error(err, shown))
+}
+
 fn check_hash(params: &EditParams, current: &str, shown: &str) -> Result<(), ToolError> {
     match &params.expected_hash {
         Some(expected) if !expected.trim().eq_ignore_ascii_case(current) => Err(ToolError::new(
@@ -337,6 +387,7 @@ fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit,
         lines_added: added,
         lines_removed: removed,
         diagnostics: None,
+        editor_refused: None,
     }
 }
 

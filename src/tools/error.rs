@@ -68,6 +68,7 @@ pub enum ErrorCode {
     EditNotUtf8 = 5011,
     EditWriteFailed = 5012,
     EditBufferChanged = 5013,
+    EditEditorUnavailable = 5014,
     QueryPatternInvalid = 6001,
     QueryLanguageUnknown = 6002,
     QueryNameRegexInvalid = 6003,
@@ -91,7 +92,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 59] = [
+    pub const ALL: [ErrorCode; 60] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -132,6 +133,7 @@ impl ErrorCode {
         ErrorCode::EditNotUtf8,
         ErrorCode::EditWriteFailed,
         ErrorCode::EditBufferChanged,
+        ErrorCode::EditEditorUnavailable,
         ErrorCode::QueryPatternInvalid,
         ErrorCode::QueryLanguageUnknown,
         ErrorCode::QueryNameRegexInvalid,
@@ -201,6 +203,7 @@ impl ErrorCode {
             ErrorCode::EditNotUtf8 => "EDIT_NOT_UTF8",
             ErrorCode::EditWriteFailed => "EDIT_WRITE_FAILED",
             ErrorCode::EditBufferChanged => "EDIT_BUFFER_CHANGED",
+            ErrorCode::EditEditorUnavailable => "EDIT_EDITOR_UNAVAILABLE",
             ErrorCode::QueryPatternInvalid => "QUERY_PATTERN_INVALID",
             ErrorCode::QueryLanguageUnknown => "QUERY_LANGUAGE_UNKNOWN",
             ErrorCode::QueryNameRegexInvalid => "QUERY_NAME_REGEX_INVALID",

@@ -23,7 +23,7 @@ use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{self, Language};
 use crate::edits::write::{LockedFile, WriteError};
-use crate::engine::Engine;
+use crate::engine::{BufferEdit, EditorAnswer, Engine};
 
 /// Parameters of `rename_symbol`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -249,12 +249,46 @@ fn apply(engine: &Engine, planned: &[Planned], files: &mut [RenamedFile]) -> Res
     for (file, lock) in &locked {
         staged.push(lock.stage(file.new.as_bytes()).map_err(|e| write_error(e, &file.relative))?);
     }
+    // Open documents go through the editor when one is attached — before any disk file is
+    // renamed into place, so a refusal leaves everything as it was (the staged files are
+    // dropped).
+    let buffers: Vec<&Planned> = planned.iter().filter(|f| f.buffer_version.is_some()).collect();
+    let editor = engine.editor().filter(|_| !buffers.is_empty());
+    if let Some(editor) = editor {
+        let edits: Vec<BufferEdit> = buffers
+            .iter()
+            .map(|f| BufferEdit {
+                path: f.absolute.clone(),
+                version: f.buffer_version.unwrap_or_default(),
+                old_text: Rope::from_str(&f.old),
+                new_text: f.new.clone(),
+            })
+            .collect();
+        let shown = buffers.iter().map(|f| f.relative.as_str()).collect::<Vec<_>>().join(", ");
+        match editor
+            .apply("filepuff: rename", &edits)
+            .map_err(|message| super::edit::editor_unavailable(&shown, message))?
+        {
+            EditorAnswer::Applied => {}
+            EditorAnswer::Refused { reason } => {
+                return Err(ToolError::new(
+                    ErrorCode::EditEditorUnavailable,
+                    format!(
+                        "the editor did not apply the rename to {shown}: {}",
+                        reason.unwrap_or_else(|| "no reason given".to_owned())
+                    ),
+                    "Nothing was renamed. Retry, or save and close those files in the editor.",
+                ));
+            }
+        }
+    }
     for ((file, lock), temp) in locked.iter().zip(staged) {
         lock.commit(temp).map_err(|e| write_error(e, &file.relative))?;
     }
     drop(locked);
     for (file, out) in planned.iter().zip(files.iter_mut()) {
         match file.buffer_version {
+            Some(_) if editor.is_some() => out.written_to = Some("editor".to_owned()),
             Some(version) => {
                 engine.documents().replace_if_version(&file.absolute, version, &file.new).map_err(|_| {
                     ToolError::new(

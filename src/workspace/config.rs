@@ -48,11 +48,20 @@ pub struct LspConfig {
     pub ready_timeout_ms: u64,
     /// Seconds without a request after which a server is shut down (default 600; 0 = never).
     pub idle_shutdown_secs: u64,
+    /// Behind `filepuff lsp`: whether an agent's edit of a document open in the editor is also
+    /// saved to disk once the editor applied it (default false: the editor's buffer holds it,
+    /// unsaved, like any edit made there).
+    pub save_agent_edits: bool,
 }
 
 impl Default for LspConfig {
     fn default() -> Self {
-        LspConfig { request_timeout_ms: 30_000, ready_timeout_ms: 20_000, idle_shutdown_secs: 600 }
+        LspConfig {
+            request_timeout_ms: 30_000,
+            ready_timeout_ms: 20_000,
+            idle_shutdown_secs: 600,
+            save_agent_edits: false,
+        }
     }
 }
 
