@@ -38,6 +38,8 @@ pub enum Command {
     /// `filepuff lsp` (an editor) serves this workspace, attach to its Engine: live buffers,
     /// the same language servers.
     Mcp(McpServeArgs),
+    /// Serve MCP over Streamable HTTP (loopback only, a bearer token per start).
+    Serve(ServeArgs),
     /// List every tool with its toolset and whether this configuration serves it.
     Tools(McpArgs),
     /// Search file contents (the file_search tool).
@@ -120,6 +122,18 @@ pub struct RefsArgs {
     /// Leave the declaration out.
     #[arg(long)]
     pub no_declaration: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8765 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub http: std::net::SocketAddr,
+    /// Accept a non-loopback ADDR (other machines can then reach it; the token still guards it).
+    #[arg(long)]
+    pub allow_remote: bool,
+    #[command(flatten)]
+    pub toolsets: McpArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -303,7 +317,7 @@ pub fn run(cli: Cli) -> ExitCode {
         };
     }
     let json = match &cli.command {
-        Command::Lsp | Command::Mcp(_) | Command::Tools(_) => false,
+        Command::Lsp | Command::Mcp(_) | Command::Serve(_) | Command::Tools(_) => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
@@ -330,6 +344,10 @@ pub fn run(cli: Cli) -> ExitCode {
                     None => serve_mcp(engine, toolsets),
                 }
             }
+            Err(err) => report_error(&err, false),
+        },
+        Command::Serve(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
+            Ok(toolsets) => serve_http(engine, args, toolsets),
             Err(err) => report_error(&err, false),
         },
         Command::Tools(args) => match toolset_selection(&engine, args.toolsets.as_deref()) {
@@ -573,6 +591,24 @@ fn print_tools(toolsets: &ToolsetSelection) {
     }
     out.push_str(&format!("\nserved toolsets: {}\n", toolsets.names().join(", ")));
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+/// `filepuff serve --http ADDR` (see `http`).
+fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("filepuff: cannot start the async runtime: {err}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    match runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets)) {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(err) => {
+            eprintln!("filepuff serve: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
 }
 
 /// `filepuff mcp` attached to an editor's Engine (see `attach`).

@@ -8,6 +8,7 @@ pub mod documents;
 pub mod edits;
 pub mod engine;
 pub mod graph;
+pub mod http;
 pub mod index;
 pub mod mcp;
 pub mod proxy;

@@ -256,3 +256,22 @@ def _accepts(path: Path) -> bool:
         return False
     finally:
         s.close()
+
+
+def test_save_agent_edits_also_saves_what_the_editor_applied(go_root, tmp_path, cleanup):
+    need("gopls")
+    (go_root / "filepuff.toml").write_text("[lsp]\nsave_agent_edits = true\n")
+    editor = Editor(go_root, tmp_path / "lsp.log")
+    cleanup.append(editor)
+    main = go_root / "main.go"
+    uri = editor.open_buffer(main)
+    unsaved = main.read_text() + "// unsaved note\n"
+    editor.edit_buffer(uri, unsaved)
+    editor.wait_for(lambda: socket_path(go_root).exists(), 10, "the socket")
+    session = McpSession(go_root, tmp_path / "mcp.log").start()
+    cleanup.append(session)
+    out = session.ok("edit_apply", {"file": "main.go", "operation": "replace",
+                                    "selector_text": "unsaved note", "new_content": "saved note"})
+    assert out["applied"] and out["written_to"] == "editor+disk"
+    merged = unsaved.replace("unsaved note", "saved note")
+    assert editor.buffers[uri][1] == merged and main.read_text() == merged
