@@ -300,6 +300,13 @@ impl Shared {
         Box::pin(self.editor().call(request))
     }
 
+    /// Sends the [`STATUS`] notification (after `initialize` only).
+    fn send_status(&self) {
+        if let Some(session) = self.ready_session() {
+            self.notify_editor(STATUS, status(session));
+        }
+    }
+
     /// Logs `message` in the editor's output (`window/logMessage`, LSP `MessageType`).
     fn log_to_editor(&self, typ: i32, message: String) {
         self.notify_editor("window/logMessage", json!({ "type": typ, "message": message }));
@@ -568,7 +575,10 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
     Ok(())
 }
 
-/// filepuff's own request: the language servers behind this session.
+/// filepuff's own request, and notification: the language servers behind this session. The
+/// notification (same payload as the request's answer) is sent when the set or state of the
+/// servers changes: after `initialize`, when one starts, exits or is restarted, and when one
+/// begins or ends work in progress — for an editor's status bar.
 pub const STATUS: &str = "filepuff/status";
 
 /// The answer to [`STATUS`]: `{"servers": [{name, version, root, pid, positionEncoding,
@@ -691,6 +701,8 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         .collect();
     tracing::info!("serving {} with {}", engine.workspace().root().display(), servers.join(", "));
     session.ready.send_replace(true);
+    let me = shared.clone();
+    tokio::spawn(async move { me.send_status() });
     Ok(json!({
         "capabilities": union,
         "serverInfo": { "name": "filepuff", "version": env!("CARGO_PKG_VERSION") }

@@ -101,6 +101,10 @@ impl Upstream for EditorLink {
                 }
             }
             "$/progress" => {
+                let kind = params.pointer("/value/kind").and_then(Value::as_str);
+                if ready && matches!(kind, Some("begin" | "end")) {
+                    shared.send_status();
+                }
                 let token = params.get("token").map(token_string).unwrap_or_default();
                 let mapped = shared
                     .upstream
@@ -182,6 +186,7 @@ impl Upstream for EditorLink {
                 tracing::warn!("{err}");
             }
         }
+        shared.send_status();
     }
 
     fn exited(&self, client: &Arc<LspClient>) {
@@ -198,6 +203,7 @@ impl Upstream for EditorLink {
                 let _ = answer.await;
             });
         }
+        shared.send_status();
         tokio::task::spawn_blocking(move || {
             let Some(outcome) = engine.backends().restart(&client) else { return };
             match outcome {

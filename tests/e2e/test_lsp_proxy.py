@@ -301,9 +301,15 @@ def test_a_killed_server_is_restarted_and_resynced(workspace, editor):
     end = {"line": text.count("\n"), "character": 0}
     client.change(uri, 2, [{"range": {"start": end, "end": end}, "text": GO_WAVE}])
     text += GO_WAVE
+    # The status notification (for an editor's status bar) came after initialize.
+    client.wait_notification("filepuff/status", lambda p: any(s["name"] == "gopls" for s in p["servers"]))
     first = server(client, "gopls")["pid"]
     os.kill(first, signal.SIGKILL)
+    client.wait_notification("filepuff/status", lambda p: any(
+        s["name"] == "gopls" and s["state"] == "exited" for s in p["servers"]), timeout=30)
     client.wait_notification("window/logMessage", lambda p: "restarted" in p["message"], timeout=60)
+    client.wait_notification("filepuff/status", lambda p: any(
+        s["name"] == "gopls" and s["pid"] != first and s["state"] != "exited" for s in p["servers"]), timeout=30)
     second = server(client, "gopls")
     assert second["pid"] != first and second["state"] != "exited"
     # The new gopls has the unsaved text: Wave resolves.
