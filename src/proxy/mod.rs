@@ -619,9 +619,18 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         .or_else(|| shared.root_hint.clone())
         .or_else(|| std::env::current_dir().ok())
         .ok_or_else(|| error(ErrorCode::INVALID_PARAMS, "no workspace root"))?;
-    let workspace = Workspace::open(&root).map_err(|err| {
+    let open_failed = |err: &dyn std::fmt::Display| {
         error(ErrorCode::INVALID_PARAMS, format!("cannot open the workspace {}: {err}", root.display()))
-    })?;
+    };
+    let workspace = Workspace::open(&root).map_err(|err| open_failed(&err))?;
+    // The editor package's server overrides (`initializationOptions`) over filepuff.toml.
+    let options = params.get("initializationOptions").cloned().unwrap_or(Value::Null);
+    let config = workspace
+        .config()
+        .clone()
+        .with_editor_options(&options)
+        .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("initializationOptions: {err}")))?;
+    let workspace = Workspace::with_config(workspace.root(), config).map_err(|err| open_failed(&err))?;
     let offered: Vec<String> = editor_capabilities
         .pointer("/general/positionEncodings")
         .and_then(Value::as_array)

@@ -223,6 +223,32 @@ impl Config {
     }
 }
 
+/// What an editor may set through `initializationOptions` when it starts `filepuff lsp`
+/// (the editor packages' server overrides): the same shapes as `[servers.NAME]` and
+/// `[languages.NAME]` in `filepuff.toml`, as JSON. Entries replace the file's entries of the
+/// same name.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EditorOptions {
+    pub servers: std::collections::BTreeMap<String, ServerConfig>,
+    pub languages: std::collections::BTreeMap<String, LanguageConfig>,
+}
+
+impl Config {
+    /// This configuration with an editor's `initializationOptions` laid over it.
+    ///
+    /// Errors: the options are not [`EditorOptions`] (the message names the bad field).
+    pub fn with_editor_options(mut self, options: &serde_json::Value) -> Result<Config, String> {
+        if options.is_null() {
+            return Ok(self);
+        }
+        let options: EditorOptions = serde_json::from_value(options.clone()).map_err(|err| err.to_string())?;
+        self.servers.extend(options.servers);
+        self.languages.extend(options.languages);
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +274,21 @@ mod tests {
             .join("\n");
         let config = Config::parse(&uncommented).unwrap();
         assert_eq!(config.servers["gopls"].position_encoding.as_deref(), Some("utf-8"));
+    }
+
+    #[test]
+    fn editor_options_overlay_servers_and_languages() {
+        let config = Config::parse("[servers.gopls]\ncommand = [\"gopls\", \"-v\"]\n").unwrap();
+        let options = serde_json::json!({
+            "servers": { "gopls": { "command": ["/opt/gopls"], "settings": { "gopls": { "staticcheck": true } } } },
+            "languages": { "python": { "servers": ["basedpyright", "ruff"] } }
+        });
+        let config = config.with_editor_options(&options).unwrap();
+        assert_eq!(config.servers["gopls"].command.as_deref(), Some(&["/opt/gopls".to_owned()][..]));
+        assert!(config.servers["gopls"].settings.is_some());
+        assert_eq!(config.languages["python"].servers.as_ref().map(Vec::len), Some(2));
+        let bad = Config::default().with_editor_options(&serde_json::json!({ "servrs": {} }));
+        assert!(bad.unwrap_err().contains("servrs"));
     }
 
     #[test]

@@ -17,8 +17,8 @@ mod config;
 use std::path::{Component, Path, PathBuf};
 
 pub use config::{
-    Config, ConfigError, GraphConfig, IndexConfig, LanguageConfig, LimitsConfig, LspConfig, McpConfig, ReadConfig,
-    SearchConfig, ServerConfig, WalkConfig,
+    Config, ConfigError, EditorOptions, GraphConfig, IndexConfig, LanguageConfig, LimitsConfig, LspConfig, McpConfig,
+    ReadConfig, SearchConfig, ServerConfig, WalkConfig,
 };
 
 /// Why a path or URI from outside was refused.

@@ -188,7 +188,8 @@ class LspClient:
                     return message["params"]["diagnostics"]
         return None
 
-    def initialize(self, root: Path, encodings: list[str] | None = None, capabilities: dict | None = None) -> dict:
+    def initialize(self, root: Path, encodings: list[str] | None = None, capabilities: dict | None = None,
+                   options: dict | None = None) -> dict:
         caps = capabilities or {
             "general": {"positionEncodings": encodings or ["utf-16"]},
             "workspace": {"applyEdit": True, "configuration": True, "workspaceFolders": True,
@@ -206,6 +207,7 @@ class LspClient:
             "window": {"workDoneProgress": True},
         }
         result = self.request("initialize", {
+            **({"initializationOptions": options} if options is not None else {}),
             "processId": os.getpid(),
             "rootUri": root.as_uri(),
             "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],

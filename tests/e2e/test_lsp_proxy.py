@@ -332,3 +332,22 @@ def test_shutdown_and_exit_leave_no_child_process(workspace, editor):
     while any(process_name(p) for p in pids):
         assert time.monotonic() < deadline, f"left running: {[p for p in pids if process_name(p)]}"
         time.sleep(0.1)
+
+
+def test_initialization_options_override_the_configuration(workspace, tmp_path):
+    """The editor packages pass server overrides as initializationOptions."""
+    need("clangd")
+    root = workspace("c", config='[servers.clangd]\nposition_encoding = "utf-32"\n')
+    client = LspClient([str(filepuff_binary()), "lsp"], root, stderr=open(tmp_path / "lsp.log", "w"))
+    try:
+        client.initialize(root, ["utf-16"], options={"servers": {"clangd": {"position_encoding": "utf-8"}}})
+        assert server(client, "clangd")["positionEncoding"] == "utf-8"
+    finally:
+        client.kill()
+    bad = LspClient([str(filepuff_binary()), "lsp"], root, stderr=open(tmp_path / "lsp2.log", "w"))
+    try:
+        with pytest.raises(LspError) as err:
+            bad.initialize(root, ["utf-16"], options={"servrs": {}})
+        assert err.value.code == -32602 and "servrs" in err.value.message
+    finally:
+        bad.kill()
