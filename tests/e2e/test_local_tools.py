@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import McpSession, _close_session
+from oracles import ast_grep_matches
 
 LOCAL_TOOLS = {"localViewStructure", "localSearchCode", "localGetFileContent", "localFindFiles"}
 INDEX_TOOLS = {"files_list", "files_search", "files_get_info"}
@@ -442,19 +443,26 @@ def test_the_config_file_chooses_toolsets_and_the_flag_wins(tmp_path):
         _close_session(from_flag)
 
 
-def test_ast_query_default_call_is_bounded_and_continues_with_offset(go_session):
-    args = {"pattern": "func ($R $T) $NAME($$$ARGS) { $$$BODY }", "language": "go", "paths": ["net/http"]}
-    first = go_session.call("ast_query", args)
-    assert not first.is_error
-    assert len(json.dumps(first.structured_content)) < 45_000
-    data = first.structured_content
-    assert data["truncated"] is True and data["total_matches"] > len(data["matches"])
-    shown = len(data["matches"])
-    assert any(f"offset={shown}" in note for note in data["notes"]), data["notes"]
-    second = go_session.ok("ast_query", {**args, "offset": shown, "max_results": 5})
-    full = go_session.ok("ast_query", {**args, "max_results": shown + 5})
+def test_ast_query_pages_are_bounded_and_continue_with_offset(go_session, goroot_src):
+    pattern = "func ($R $T) $NAME($$$ARGS) { $$$BODY }"
+    # ast-grep's matches in filepuff's order (file, then position).
+    expected = sorted(ast_grep_matches(goroot_src, pattern, "go", ["net/http"]))
     key = lambda m: (m["file"], m["start_line"], m["start_column"])
-    assert [key(m) for m in second["matches"]] == [key(m) for m in full["matches"][shown:]]
+    for max_results in [None, 1_000_000]:
+        args = {"pattern": pattern, "language": "go", "paths": ["net/http"]}
+        if max_results:
+            args["max_results"] = max_results  # a page size, not a way around the budget
+        first = go_session.call("ast_query", args)
+        assert not first.is_error
+        assert len(json.dumps(first.structured_content, separators=(",", ":"), ensure_ascii=False)) <= 40_000
+        data = first.structured_content
+        assert data["truncated"] is True and data["total_matches"] == len(expected) > len(data["matches"])
+        shown = len(data["matches"])
+        assert [key(m) for m in data["matches"]] == expected[:shown]
+        assert any(f"output budget (40000 characters) reached: showing {shown} matches; continue with offset={shown}" in note
+                   for note in data["notes"]), data["notes"]
+        second = go_session.ok("ast_query", {**args, "offset": shown, "max_results": 5})
+        assert [key(m) for m in second["matches"]] == expected[shown:shown + 5]
 
 
 def test_search_code_globs_excluded_dirs_and_multiline(py_local, py_stdlib):
