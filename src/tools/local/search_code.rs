@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use super::search_sink::{FirstMatch, RowSettings, RowSink};
 use super::{Answer, Batch, BatchOutput, ResearchFields, invalid_filter, json_len, page_count, run_batch, shown};
 use crate::engine::Engine;
-use crate::search::{self, SearchError, WalkOptions};
+use crate::search::{self, FileText, SearchError, WalkOptions};
 use crate::tools::ToolError;
+use crate::workspace::ResolvedPath;
 
 /// One `localSearchCode` query (Octocode's parameters).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -250,41 +251,84 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
     let keep_files = page * files_per_page;
     let collector = Mutex::new(Collected::default());
     let settings = RowSettings { per_file, context_lines, content_length };
-    let stats = search::for_each_text(
-        workspace,
-        engine.documents(),
-        std::slice::from_ref(&root.absolute),
-        types,
-        &options,
-        || build_searcher(files_only, context_lines, query.multiline),
-        |searcher, resolved, buffer_version, bytes| {
-            if files_only {
-                let mut sink = FirstMatch::default();
-                if searcher.search_slice(&matcher, bytes, &mut sink).is_ok() && sink.found {
-                    let file = SearchFile {
-                        path: resolved.relative,
-                        total_match_rows: None,
-                        returned_match_rows: None,
-                        matches: Vec::new(),
-                        buffer_version,
-                    };
-                    collector.lock().unwrap_or_else(|e| e.into_inner()).add(file, keep_files);
+    let roots = std::slice::from_ref(&root.absolute);
+    let documents = engine.documents();
+    let found = |buffer_version, resolved: ResolvedPath| SearchFile {
+        path: resolved.relative,
+        total_match_rows: None,
+        returned_match_rows: None,
+        matches: Vec::new(),
+        buffer_version,
+    };
+    // Each thread has its own searcher and matcher (a matcher's regex cache is per owner).
+    let stats = if files_only && !query.multiline {
+        // Discovery reads each file in pieces and stops at its first match.
+        search::for_each_stream(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (discovery_searcher(false), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, text| {
+                if has_match(searcher, matcher, text)
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    collector
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(found(buffer_version, resolved), keep_files);
                 }
-                return true;
-            }
-            let mut sink = RowSink::new(&matcher, &settings);
-            if searcher.search_slice(&matcher, bytes, &mut sink).is_ok() && sink.rows > 0 {
-                let (rows, matched_lines, occurrences) = (sink.rows, sink.matched_lines, sink.occurrences);
-                let file = sink.into_file(resolved.relative, buffer_version);
-                let mut collected = collector.lock().unwrap_or_else(|e| e.into_inner());
-                collected.rows += rows;
-                collected.matched_lines += matched_lines;
-                collected.occurrences += occurrences;
-                collected.add(file, keep_files);
-            }
-            true
-        },
-    )?;
+                true
+            },
+        )?
+    } else if files_only {
+        // A multiline match may span any lines: search whole files, still stopping at the first.
+        search::for_each_text(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (discovery_searcher(true), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, bytes| {
+                if has_match(searcher, matcher, FileText::Whole(bytes))
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    collector
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(found(buffer_version, resolved), keep_files);
+                }
+                true
+            },
+        )?
+    } else {
+        search::for_each_text(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (content_searcher(context_lines, query.multiline), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, bytes| {
+                let mut sink = RowSink::new(matcher, &settings);
+                if searcher.search_slice(&*matcher, bytes, &mut sink).is_ok()
+                    && sink.rows > 0
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    let (rows, matched_lines, occurrences) = (sink.rows, sink.matched_lines, sink.occurrences);
+                    let file = sink.into_file(resolved.relative, buffer_version);
+                    let mut collected = collector.lock().unwrap_or_else(|e| e.into_inner());
+                    collected.rows += rows;
+                    collected.matched_lines += matched_lines;
+                    collected.occurrences += occurrences;
+                    collected.add(file, keep_files);
+                }
+                true
+            },
+        )?
+    };
     let collected = collector.into_inner().unwrap_or_else(|e| e.into_inner());
     let total_files = collected.files;
     let total_pages = page_count(total_files, files_per_page);
@@ -396,18 +440,49 @@ fn build_matcher(pattern: &str, query: &SearchCodeQuery) -> Result<RegexMatcher,
 }
 
 /// A searcher over the bytes as stored: no BOM sniffing (a UTF-8 BOM stays in the offsets, as
-/// `localGetFileContent` counts them); binary files (a NUL byte) are skipped. Discovery needs
-/// neither line numbers nor context.
-fn build_searcher(files_only: bool, context_lines: usize, multiline: bool) -> Searcher {
-    let context_lines = if files_only { 0 } else { context_lines };
+/// `localGetFileContent` counts them); binary files (a NUL byte) are skipped.
+fn content_searcher(context_lines: usize, multiline: bool) -> Searcher {
     SearcherBuilder::new()
-        .line_number(!files_only)
+        .line_number(true)
         .multi_line(multiline)
         .before_context(context_lines)
         .after_context(context_lines)
         .bom_sniffing(false)
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .build()
+}
+
+/// Discovery's searcher: no line numbers, no context, and no binary detection of its own —
+/// [`has_match`] applies the slice rule to the whole text, not to each piece of it.
+fn discovery_searcher(multiline: bool) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(false)
+        .multi_line(multiline)
+        .bom_sniffing(false)
+        .binary_detection(BinaryDetection::none())
+        .build()
+}
+
+/// Whether `text` has a match: a disk file is searched piece by piece (whole lines), and no
+/// piece is read after the one holding the first match. Binary text never matches, as in
+/// `search_slice` with a quit byte: a NUL byte in the first 64 KiB.
+fn has_match(searcher: &mut Searcher, matcher: &RegexMatcher, text: FileText<'_, '_>) -> bool {
+    let mut sink = FirstMatch::default();
+    match text {
+        FileText::Whole(bytes) => {
+            if !search::is_binary(bytes) {
+                let _ = searcher.search_slice(matcher, bytes, &mut sink);
+            }
+        }
+        FileText::Stream(text) => {
+            while let Ok(Some(lines)) = text.next_lines() {
+                if searcher.search_slice(matcher, lines, &mut sink).is_err() || sink.found {
+                    break;
+                }
+            }
+        }
+    }
+    sink.found
 }
 
 /// Files with matches, the first `keep` by path kept whole, totals over all.

@@ -225,3 +225,33 @@ fn search_offsets_are_file_content_offsets_in_raw_bytes() {
     }
     assert_eq!(covered, raw);
 }
+
+/// Discovery streams files and stops early; it must still find what a content search finds:
+/// a match after a lone CR (a line break), none in a binary file, none in a file over the size
+/// limit even when the match comes before the limit.
+#[test]
+fn discovery_lists_exactly_the_files_a_content_search_matches() {
+    let mut config = Config::default();
+    config.limits.max_file_bytes = 1000;
+    let long = format!("target\n{}", "x".repeat(2000));
+    let tail = format!("{}\ntarget\n", "y\n".repeat(400));
+    let (_dir, engine) = engine_with(
+        &[
+            ("cr.txt", "old\rtarget\r"),
+            ("binary.bin", "target\0"),
+            ("big.txt", long.as_str()),
+            ("tail.txt", tail.as_str()),
+            ("none.txt", "nothing here\n"),
+        ],
+        config,
+    );
+    let paths = |files_only: bool| {
+        let query = json!({"pattern": "^target$", "path": "", "filesOnly": files_only});
+        let out = local_search_code(&engine, batch(query)).unwrap();
+        let data = out.results[0].data.clone().unwrap();
+        let paths: Vec<String> = data.files.iter().map(|f| f.path.clone()).collect();
+        (paths, data.stats.files_searched)
+    };
+    assert_eq!(paths(false), (vec!["cr.txt".to_owned(), "tail.txt".to_owned()], 4));
+    assert_eq!(paths(true), paths(false));
+}
