@@ -181,6 +181,14 @@ fn rows_columns_and_byte_offsets_follow_octocode_and_the_raw_bytes() {
     assert_eq!((row.line, row.column, row.location.char_offset, row.location.char_length), (1, 2, 2, 15));
     assert_eq!(row.value, "a target\nb\ntarget c");
     assert_eq!((data.stats.matched_lines, data.pagination.total_matches), (Some(3), Some(1)));
+    // Discovery of a multiline pattern reads files whole (a match may span any lines).
+    let multi = local_search_code(
+        &engine,
+        batch(json!({"pattern": "target\\nb\\ntarget", "path": "", "multiline": true, "filesOnly": true})),
+    )
+    .unwrap();
+    let paths: Vec<&str> = multi.results[0].data.as_ref().unwrap().files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["multi.txt"]);
 
     // Discovery lists the files and counts nothing it did not read.
     let found = local_search_code(&engine, batch(json!({"pattern": "target", "path": "", "filesOnly": true}))).unwrap();
