@@ -9,13 +9,16 @@ SDK over stdio), printed as figures for docs/performance.md. Nothing here assert
 2. The file index over a generated 100k-file tree: the first files_list (walk + index build),
    files_search and files_list medians, and the server's RSS before and after the build.
 
-Usage: bench/local.py [--octocode DIR]   (DIR holds node_modules/octocode-mcp; default
-$OCTOCODE_DIR or /tmp/octo). Install it with:
+Usage: bench/local.py [--octocode DIR] [--baseline BIN]   (DIR holds node_modules/octocode-mcp;
+default $OCTOCODE_DIR or /tmp/octo). Install it with:
     npm install --prefix DIR octocode-mcp @octocodeai/octocode-engine-linux-x64-gnu
+--baseline BIN adds a second filepuff binary (e.g. a build of the previous commit) to the same
+interleaved run, so that a change is compared with Octocode and with the old build at once.
 """
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -81,8 +84,8 @@ class Server:
         return elapsed, result
 
 
-def filepuff_params(root, toolsets):
-    return StdioServerParameters(command=BIN, args=["mcp", "--root", str(root), "--toolsets", toolsets], cwd=str(root))
+def filepuff_params(root, toolsets, binary=BIN):
+    return StdioServerParameters(command=binary, args=["mcp", "--root", str(root), "--toolsets", toolsets], cwd=str(root))
 
 
 def octocode_params(octocode_dir, root):
@@ -105,32 +108,45 @@ def files_found(result):
     return len(data.get("files", [])), data.get("pagination", {}).get("totalFiles")
 
 
-async def bench_search(octocode_dir):
+async def bench_search(octocode_dir, baseline=None):
     print(f"== localSearchCode on {GOROOT_SRC}: median of {RUNS} calls after one warm-up, interleaved")
     entry = Path(octocode_dir) / "node_modules/octocode-mcp/dist/index.js"
     if not entry.is_file():
         print(f"   Octocode not installed at {octocode_dir}: skipped (see the docstring)")
         return
-    async with Server("filepuff", filepuff_params(GOROOT_SRC, "local")) as fp, Server(
-        "octocode", octocode_params(octocode_dir, GOROOT_SRC)
-    ) as oc:
-        print(f"   {'query':<28} {'filepuff':>10} {'octocode':>10} {'ratio':>7}  files (page/total) fp | oc")
+    async with contextlib.AsyncExitStack() as stack:
+        fp = await stack.enter_async_context(Server("filepuff", filepuff_params(GOROOT_SRC, "local")))
+        oc = await stack.enter_async_context(Server("octocode", octocode_params(octocode_dir, GOROOT_SRC)))
+        base = None
+        if baseline:
+            base = await stack.enter_async_context(Server("baseline", filepuff_params(GOROOT_SRC, "local", baseline)))
+        header = f"   {'query':<28} {'filepuff':>10} {'octocode':>10} {'ratio':>7}"
+        if base:
+            header += f" {'baseline':>10} {'ratio':>7}"
+        print(header + "  files (page/total) fp | oc")
         for name, fp_query, oc_query in QUERIES:
             fp_args = {"queries": [{**RESEARCH, **PAGE, "path": "", **fp_query}]}
             oc_args = {"queries": [{**RESEARCH, **PAGE, "path": str(GOROOT_SRC), **oc_query}]}
-            _, fp_last = await fp.timed_call("localSearchCode", fp_args)
-            _, oc_last = await oc.timed_call("localSearchCode", oc_args)
-            fp_times, oc_times = [], []
+            servers = [(fp, fp_args), (oc, oc_args)] + ([(base, fp_args)] if base else [])
+            last = {}
+            for server, args in servers:
+                _, last[server.name] = await server.timed_call("localSearchCode", args)
+            times = {server.name: [] for server, _ in servers}
             for _ in range(RUNS):
-                t, fp_last = await fp.timed_call("localSearchCode", fp_args)
-                fp_times.append(t)
-                t, oc_last = await oc.timed_call("localSearchCode", oc_args)
-                oc_times.append(t)
-            fp_median, oc_median = statistics.median(fp_times), statistics.median(oc_times)
+                for server, args in servers:
+                    t, last[server.name] = await server.timed_call("localSearchCode", args)
+                    times[server.name].append(t)
+            median = {name: statistics.median(ts) for name, ts in times.items()}
+            line = (
+                f"   {name:<28} {median['filepuff'] * 1000:>8.1f}ms {median['octocode'] * 1000:>8.1f}ms"
+                f" {median['filepuff'] / median['octocode']:>7.2f}"
+            )
+            if base:
+                line += f" {median['baseline'] * 1000:>8.1f}ms {median['baseline'] / median['octocode']:>7.2f}"
             print(
-                f"   {name:<28} {fp_median * 1000:>8.1f}ms {oc_median * 1000:>8.1f}ms {fp_median / oc_median:>7.2f}"
-                f"  {files_found(fp_last)} | {files_found(oc_last)}"
-                + ("  (octocode error)" if oc_last.is_error else "")
+                line
+                + f"  {files_found(last['filepuff'])} | {files_found(last['octocode'])}"
+                + ("  (octocode error)" if last["octocode"].is_error else "")
             )
 
 
@@ -218,9 +234,10 @@ def main():
     parser.add_argument("--octocode", default=os.environ.get("OCTOCODE_DIR", "/tmp/octo"))
     parser.add_argument("--skip-index", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--baseline", help="a second filepuff binary to time in the same run")
     args = parser.parse_args()
     if not args.skip_search:
-        asyncio.run(bench_search(args.octocode))
+        asyncio.run(bench_search(args.octocode, args.baseline))
     if not args.skip_index:
         asyncio.run(bench_index())
 

@@ -30,7 +30,7 @@ impl McpServer {
 
     #[tool(
         name = "localSearchCode",
-        description = "Fast pattern search (ripgrep's engine in process; Octocode-compatible). pattern (or searchText; regex unless fixedString) + path; filesOnly for discovery; type, include/exclude globs, excludeDir, noIgnore; smartCase by default (caseSensitive/caseInsensitive), wholeWord, multiline; filesPerPage (default 10, max 20) + filePageNumber, matchesPerPage (default 10), contextLines, matchContentLength (default 200). Matches have 1-based line/column and location.charOffset/charLength in BYTES. Open editor buffers are searched in their unsaved text. Batch up to 5 queries with `queries`.",
+        description = "Fast pattern search (ripgrep's engine in process; Octocode-compatible). pattern (or searchText; regex unless fixedString) + path; filesOnly for discovery; type, include/exclude globs, excludeDir, noIgnore; smartCase by default (caseSensitive/caseInsensitive), wholeWord, multiline; filesPerPage (default 10, max 20) + filePageNumber, matchesPerPage (matching rows per file, default 10), contextLines, matchContentLength (default 200). Paths are relative to the workspace root; files have totalMatchRows/returnedMatchRows; each row has a 1-based line, a 0-based UTF-16 column (as Octocode) and location.charOffset/charLength in BYTES of the file. Open editor buffers are searched in their unsaved text. Batch up to 5 queries with `queries`.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<Batch<SearchCodeQuery>>(),
         output_schema = schema_for_output::<BatchOutput<SearchCodeResult>>()

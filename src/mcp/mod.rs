@@ -83,7 +83,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Search for text patterns in files (ripgrep's engine, in process). Regex by default (regex=false for a literal), file type filtering with ripgrep's type names (go, ts, py, c, cpp, rust, js, ...), context lines (default 2), max_results (default 100). Respects .gitignore. Open editor buffers are searched in their unsaved text. Results are grouped by file with 1-based line and column (characters) and totals over the whole search.",
+        description = "Search for text patterns in files (ripgrep's engine, in process). Regex by default (regex=false for a literal), file type filtering with ripgrep's type names (go, ts, py, c, cpp, rust, js, ...), context lines (default 2), max_results (default 100). Respects .gitignore. Open editor buffers are searched in their unsaved text. Results are grouped by file with 1-based line and column (characters) and totals over the whole search. Output is bounded by max_chars (default 40000 characters) whatever max_results says; a cut result's hint names the offset to continue from.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<FileSearchParams>(),
         output_schema = schema_for_output::<FileSearchOutput>()
@@ -103,7 +103,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Search for AST patterns in code files (ast-grep pattern syntax, tree-sitter parsers). Placeholders: $NAME matches one node and captures it, $$$ARGS matches zero or more nodes (a list), $_ matches one node without capturing. Examples: 'func $NAME($$$ARGS) error' (go), 'class $NAME: $$$BODY' (python), 'function $NAME($PROPS) { $$$BODY }' (javascript). Filters: name_matches (regex) / name_exact on the $NAME capture or the node's declared name; kind_in (node kinds). Returns matches with 1-based lines and columns (characters; end exclusive), the matched text (cut at 1000 characters), the node kind and every capture. Files without the pattern's literal tokens are skipped unparsed; open editor buffers are searched in their unsaved text. Default max_results 100; totals count all.",
+        description = "Search for AST patterns in code files (ast-grep pattern syntax, tree-sitter parsers). Placeholders: $NAME matches one node and captures it, $$$ARGS matches zero or more nodes (a list), $_ matches one node without capturing. Examples: 'func $NAME($$$ARGS) error' (go), 'class $NAME: $$$BODY' (python), 'function $NAME($PROPS) { $$$BODY }' (javascript). Filters: name_matches (regex) / name_exact on the $NAME capture or the node's declared name; kind_in (node kinds). Returns matches with 1-based lines and columns (characters; end exclusive), the matched text (cut at 1000 characters), the node kind and every capture. Files without the pattern's literal tokens are skipped unparsed; open editor buffers are searched in their unsaved text. Default max_results 100; totals count all. The output budget (40000 characters) applies whatever max_results says; a note names the offset to continue from.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<AstQueryParams>(),
         output_schema = schema_for_output::<AstQueryOutput>()

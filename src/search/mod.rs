@@ -11,11 +11,13 @@
 
 mod bounded;
 mod sink;
+mod stream;
 pub mod structural;
 mod visit;
 
+pub use stream::{DiskText, is_binary};
 pub(crate) use visit::walk_with;
-pub use visit::{VisitStats, WalkOptions, for_each_text};
+pub use visit::{FileText, VisitStats, WalkOptions, for_each_stream, for_each_text};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -127,9 +129,12 @@ pub fn search(
         Some(types),
         &WalkOptions::default(),
         || build_searcher(request.context_lines),
-        |searcher, resolved, buffer_version, bytes| {
+        |searcher, path, buffer_version, bytes| {
             let mut file_sink = sink::FileSink::new(&matcher, request, collector.keep_limit());
-            if searcher.search_slice(&matcher, bytes, &mut file_sink).is_ok() {
+            if searcher.search_slice(&matcher, bytes, &mut file_sink).is_ok()
+                && file_sink.total_matches() > 0
+                && let Some(resolved) = workspace.resolved_from_walk(path)
+            {
                 collector.add(resolved, buffer_version, file_sink);
             }
             true

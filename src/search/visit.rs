@@ -1,10 +1,10 @@
 //! The one walk-and-read loop behind text searches: every file under the roots (the workspace's
 //! walk plus per-call options), read from disk — or from its open editor buffer, which wins —
-//! handed to a visitor on the walker's threads.
+//! handed to a visitor on the walker's threads, whole or as a stream the visitor reads as far
+//! as it needs.
 
 use std::collections::HashSet;
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,9 +12,10 @@ use ignore::WalkState;
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::Types;
 
-use super::{SearchError, build_walk, normalise_lone_cr, resolve_walked};
+use super::stream::{DiskText, read_whole};
+use super::{SearchError, build_walk, normalise_lone_cr};
 use crate::documents::DocumentStore;
-use crate::workspace::{ResolvedPath, Workspace};
+use crate::workspace::Workspace;
 
 /// Per-call changes to the workspace's walk (`[walk]` in `filepuff.toml`).
 #[derive(Debug, Clone, Default)]
@@ -83,11 +84,21 @@ pub struct VisitStats {
     pub files_visited: usize,
 }
 
-/// Hands every text file under `roots` to `visit`, on the walker's threads.
+/// A file's text as a [`for_each_stream`] visitor gets it, lone `\r` turned into `\n` either
+/// way (offsets kept).
+pub enum FileText<'t, 'b> {
+    /// All of it at once: an open editor buffer's text.
+    Whole(&'t [u8]),
+    /// A file on disk, handed out in pieces of whole lines as the visitor asks for them.
+    Stream(&'t mut DiskText<'b>),
+}
+
+/// Hands every text file under `roots`, read whole, to `visit`, on the walker's threads.
 ///
-/// `init` makes one state per thread (a searcher, buffers); `visit` gets it with the path, the
-/// open buffer's version when the live text is given instead of the disk's, and the bytes (lone
-/// `\r` turned into `\n`, offsets kept). Files over `[limits] max_file_bytes` are skipped. Open
+/// `init` makes one state per thread (a searcher, buffers); `visit` gets it with the file's
+/// absolute path (inside the workspace: `Workspace::resolved_from_walk` makes the relative form,
+/// for the files the visitor keeps), the open buffer's version when the live text is given
+/// instead of the disk's, and the bytes. Files over `[limits] max_file_bytes` are skipped. Open
 /// buffers inside the roots that pass the types and globs are visited whether or not the file
 /// exists on disk. Returning `false` from `visit` stops the walk early.
 pub fn for_each_text<S, I, V>(
@@ -102,7 +113,49 @@ pub fn for_each_text<S, I, V>(
 where
     S: Send,
     I: Fn() -> S + Sync,
-    V: Fn(&mut S, ResolvedPath, Option<i32>, &[u8]) -> bool + Sync,
+    V: Fn(&mut S, &Path, Option<i32>, &[u8]) -> bool + Sync,
+{
+    visit_files(workspace, documents, roots, types, options, false, init, |state, path, version, text| match text {
+        FileText::Whole(bytes) => visit(state, path, version, bytes),
+        FileText::Stream(_) => unreachable!("visit_files streams only when asked to"),
+    })
+}
+
+/// [`for_each_text`] for visitors that may not need a whole file (a search that stops at a
+/// file's first match): a disk file comes as a [`DiskText`] to read piece by piece, refused at
+/// once when binary (a NUL byte in its first 64 KiB) or over the size limit.
+pub fn for_each_stream<S, I, V>(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    roots: &[PathBuf],
+    types: Option<Types>,
+    options: &WalkOptions,
+    init: I,
+    visit: V,
+) -> Result<VisitStats, SearchError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, &Path, Option<i32>, FileText<'_, '_>) -> bool + Sync,
+{
+    visit_files(workspace, documents, roots, types, options, true, init, visit)
+}
+
+#[allow(clippy::too_many_arguments)] // the two public faces above keep the list readable
+fn visit_files<S, I, V>(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    roots: &[PathBuf],
+    types: Option<Types>,
+    options: &WalkOptions,
+    stream: bool,
+    init: I,
+    visit: V,
+) -> Result<VisitStats, SearchError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, &Path, Option<i32>, FileText<'_, '_>) -> bool + Sync,
 {
     let config = workspace.config();
     let walk = walk_with(workspace, roots, types.clone(), options)?;
@@ -111,6 +164,7 @@ where
     let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let files_visited = AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let limit = config.limits.max_file_bytes;
 
     walk.build_parallel().run(|| {
         let mut state = init();
@@ -125,25 +179,37 @@ where
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let path = entry.path();
-            let Some(resolved) = resolve_walked(workspace, path, config.walk.follow_symlinks) else {
-                return WalkState::Continue;
+            // A followed link may lead outside the root: the sandbox decides, on the real path.
+            let canonical;
+            let path = if config.walk.follow_symlinks {
+                let Ok(real) = entry.path().canonicalize() else { return WalkState::Continue };
+                if !real.starts_with(workspace.root()) {
+                    return WalkState::Continue;
+                }
+                canonical = real;
+                canonical.as_path()
+            } else {
+                entry.path()
             };
-            if open_paths.contains(&resolved.absolute) {
-                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(resolved.absolute.clone());
+            if !open_paths.is_empty() && open_paths.contains(path) {
+                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
                 return WalkState::Continue;
             }
-            // No stat per file: read at most one byte past the limit and skip what overflows.
-            let limit = config.limits.max_file_bytes;
-            buffer.clear();
-            let read =
-                std::fs::File::open(path).and_then(|file| file.take(limit.saturating_add(1)).read_to_end(&mut buffer));
-            if read.is_err() || buffer.len() as u64 > limit {
-                return WalkState::Continue;
-            }
-            files_visited.fetch_add(1, Ordering::Relaxed);
-            normalise_lone_cr(&mut buffer);
-            if !visit(&mut state, resolved, None, &buffer) {
+            let Ok(file) = std::fs::File::open(path) else { return WalkState::Continue };
+            let keep_going = if stream {
+                let mut text = DiskText::new(file, &mut buffer, limit);
+                let keep_going = visit(&mut state, path, None, FileText::Stream(&mut text));
+                if !text.too_large() {
+                    files_visited.fetch_add(1, Ordering::Relaxed);
+                }
+                keep_going
+            } else {
+                // No stat per file: a file over the limit shows when reading it.
+                let Ok(Some(len)) = read_whole(file, &mut buffer, limit) else { return WalkState::Continue };
+                files_visited.fetch_add(1, Ordering::Relaxed);
+                visit(&mut state, path, None, FileText::Whole(&buffer[..len]))
+            };
+            if !keep_going {
                 stop.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -163,11 +229,10 @@ where
             continue;
         }
         let Some(document) = documents.get(&path) else { continue };
-        let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
         files_visited.fetch_add(1, Ordering::Relaxed);
         let mut text = document.text.to_string().into_bytes();
         normalise_lone_cr(&mut text);
-        if !visit(&mut state, resolved, Some(document.version), &text) {
+        if !visit(&mut state, &path, Some(document.version), FileText::Whole(&text)) {
             break;
         }
     }

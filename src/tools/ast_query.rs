@@ -38,7 +38,8 @@ pub struct AstQueryParams {
     /// Node kinds to keep (tree-sitter kinds such as function_declaration, class_definition).
     #[serde(default)]
     pub kind_in: Vec<String>,
-    /// Matches to return (default 100); totals count all.
+    /// Matches to return (default 100); totals count all. The output budget (`[limits]
+    /// max_output_chars`) still applies: past it the page ends with a note naming the offset.
     pub max_results: Option<usize>,
     /// Matches to skip first, in result order (file, then position), to continue a cut result.
     #[serde(default)]
@@ -60,7 +61,7 @@ pub struct AstQueryOutput {
     pub files_scanned: usize,
     /// Files parsed: the others lacked one of the pattern's literal tokens and were skipped.
     pub files_parsed: usize,
-    /// Whether max_results cut the list.
+    /// Whether max_results or the output budget cut the list.
     pub truncated: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -206,27 +207,26 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
         .collect::<Vec<AstMatch>>();
     let mut matches: Vec<AstMatch> = matches.into_iter().skip(offset).collect();
     let mut truncated = outcome.truncated;
-    // The output budget applies when the caller left max_results to its default.
-    if params.max_results.is_none() {
-        let budget = engine.workspace().config().limits.max_output_chars;
-        let mut used = 500;
-        let keep = matches
-            .iter()
-            .take_while(|m| {
-                used += super::local::json_len(m);
-                used <= budget
-            })
-            .count()
-            .max(1)
-            .min(matches.len());
-        if keep < matches.len() {
-            matches.truncate(keep);
-            truncated = true;
-            notes.push(format!(
-                "output budget ({budget} characters) reached: showing {keep} matches; continue with offset={}",
-                offset + keep
-            ));
-        }
+    // The output budget applies whatever max_results says: it is a page size, not a way around
+    // the budget.
+    let budget = engine.workspace().config().limits.max_output_chars;
+    let mut used = 500;
+    let keep = matches
+        .iter()
+        .take_while(|m| {
+            used += super::local::json_len(m);
+            used <= budget
+        })
+        .count()
+        .max(1)
+        .min(matches.len());
+    if keep < matches.len() {
+        matches.truncate(keep);
+        truncated = true;
+        notes.push(format!(
+            "output budget ({budget} characters) reached: showing {keep} matches; continue with offset={}",
+            offset + keep
+        ));
     }
     if truncated && offset + matches.len() < outcome.total_matches {
         notes.push(format!(
@@ -328,7 +328,7 @@ pub fn render_text(output: &AstQueryOutput) -> String {
         output.total_matches, output.files_matched, output.files_scanned, output.language, output.files_parsed
     );
     if output.truncated {
-        let _ = write!(out, "; showing the first {} (raise max_results for more)", output.matches.len());
+        let _ = write!(out, "; showing {} (continue with offset, see the notes)", output.matches.len());
     }
     out.push('\n');
     for note in &output.notes {

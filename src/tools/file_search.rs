@@ -31,9 +31,9 @@ pub struct FileSearchParams {
     /// where a truncated result's hint says (default 0).
     #[serde(default)]
     pub offset: Option<usize>,
-    /// Most characters of JSON to return. Default: `[limits] max_output_chars` (40000) when
-    /// max_results is not given; unbounded when it is (an explicit max_results is honoured in
-    /// full unless max_chars is also given).
+    /// Most characters of JSON to return (default `[limits] max_output_chars`, 40000). A large
+    /// max_results does not lift it: past the budget the page ends with a hint naming the offset
+    /// to continue from.
     #[serde(default)]
     pub max_chars: Option<usize>,
 }
@@ -129,11 +129,8 @@ pub fn file_search(engine: &Engine, params: FileSearchParams) -> Result<FileSear
         max_line_chars: config.max_line_chars,
     };
     let outcome = search::search(workspace, engine.documents(), &request)?;
-    let budget = match (params.max_chars, params.max_results) {
-        (Some(max_chars), _) => max_chars,
-        (None, Some(_)) => usize::MAX,
-        (None, None) => workspace.config().limits.max_output_chars,
-    };
+    // max_results is a page size, never a way around the output budget: only max_chars sets it.
+    let budget = params.max_chars.unwrap_or(workspace.config().limits.max_output_chars);
     Ok(output(&params, outcome, budget))
 }
 
@@ -286,10 +283,10 @@ mod tests {
             std::fs::write(dir.path().join(format!("f{i}.txt")), line.repeat(100)).unwrap();
         }
         let engine = Engine::new(Workspace::with_config(dir.path(), Default::default()).unwrap());
+        // An explicit, very large max_results is still bounded by the default budget.
         let params = FileSearchParams {
             pattern: "needle".to_owned(),
-            max_results: Some(1000),
-            max_chars: Some(40_000),
+            max_results: Some(1_000_000),
             context_lines: Some(0),
             ..Default::default()
         };

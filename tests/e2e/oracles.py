@@ -1,19 +1,24 @@
 """Independent oracles for the end-to-end tests.
 
 Everything here computes what filepuff *should* answer without asking filepuff: from the files
-themselves (Python's ``re`` and ``ast``), from GNU grep, or from Go's own ``go/parser`` (see
-``go_outline/main.go``). The tests compare these against the server's answers.
+themselves (Python's ``re`` and ``ast``), from GNU grep, from the ``ast-grep`` CLI, or from Go's
+own ``go/parser`` (see ``go_outline/main.go``). The tests compare these against the server's answers.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterable
+
+import pytest
 
 # filepuff's defaults (filepuff.toml `[search] max_line_chars`, `[limits] max_file_bytes`).
 MAX_LINE_CHARS = 300
@@ -334,3 +339,27 @@ def snapshot(*roots: Path) -> dict[str, tuple]:
         st = root.lstat()
         state[str(root)] = ("root", st.st_mode, st.st_mtime_ns)
     return state
+
+
+# ---- structural search --------------------------------------------------------------------------
+
+
+def ast_grep() -> str:
+    found = Path(sys.executable).parent / "ast-grep"
+    if found.is_file():
+        return str(found)
+    which = shutil.which("ast-grep")
+    if not which:
+        pytest.skip("the ast-grep CLI (pip install ast-grep-cli) is not installed")
+    return which
+
+
+def ast_grep_matches(root: Path, pattern: str, lang: str, paths: list[str]) -> set[tuple[str, int, int]]:
+    """(file, 1-based start line, 1-based start column) of every match the ast-grep CLI reports."""
+    proc = subprocess.run(
+        [ast_grep(), "run", "-p", pattern, "--lang", lang, "--json=compact", *paths],
+        cwd=root, capture_output=True, text=True, check=True,
+    )
+    return {
+        (m["file"], m["range"]["start"]["line"] + 1, m["range"]["start"]["column"] + 1) for m in json.loads(proc.stdout)
+    }

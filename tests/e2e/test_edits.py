@@ -21,36 +21,26 @@ from pathlib import Path
 import pytest
 
 from conftest import McpSession, _close_session, filepuff_binary
+from oracles import ast_grep_matches
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def ast_grep() -> str:
-    found = Path(sys.executable).parent / "ast-grep"
-    if found.is_file():
-        return str(found)
-    which = shutil.which("ast-grep")
-    if not which:
-        pytest.skip("the ast-grep CLI (pip install ast-grep-cli) is not installed")
-    return which
-
-
-def ast_grep_matches(root: Path, pattern: str, lang: str, paths: list[str]) -> set[tuple[str, int, int]]:
-    """(file, 1-based start line, 1-based start column) of every match the ast-grep CLI reports."""
-    proc = subprocess.run(
-        [ast_grep(), "run", "-p", pattern, "--lang", lang, "--json=compact", *paths],
-        cwd=root, capture_output=True, text=True, check=True,
-    )
-    return {
-        (m["file"], m["range"]["start"]["line"] + 1, m["range"]["start"]["column"] + 1) for m in json.loads(proc.stdout)
-    }
-
-
 def filepuff_matches(session: McpSession, pattern: str, lang: str, paths: list[str]) -> tuple[set, dict]:
-    out = session.ok("ast_query", {"pattern": pattern, "language": lang, "paths": paths, "max_results": 100000})
-    assert not out["truncated"]
-    assert out["total_matches"] == len(out["matches"])
-    return {(m["file"], m["start_line"], m["start_column"]) for m in out["matches"]}, out
+    """Every match, page after page: the output budget cuts a page however large max_results is,
+    and the page's notes name the offset of the next."""
+    args = {"pattern": pattern, "language": lang, "paths": paths, "max_results": 100000}
+    first = session.ok("ast_query", args)
+    matches = list(first["matches"])
+    page = first
+    while page["truncated"]:
+        offset = len(matches)
+        assert any(f"continue with offset={offset}" in note for note in page["notes"]), page["notes"]
+        page = session.ok("ast_query", {**args, "offset": offset})
+        assert page["matches"], "a cut page promised more"
+        matches.extend(page["matches"])
+    assert first["total_matches"] == len(matches)
+    return {(m["file"], m["start_line"], m["start_column"]) for m in matches}, {**first, "matches": matches}
 
 
 # ==== ast_query against the ast-grep CLI ==========================================================

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import McpSession, _close_session
+from oracles import ast_grep_matches
 
 LOCAL_TOOLS = {"localViewStructure", "localSearchCode", "localGetFileContent", "localFindFiles"}
 INDEX_TOOLS = {"files_list", "files_search", "files_get_info"}
@@ -135,7 +136,7 @@ def test_filepuff_tools_lists_every_tool_with_its_toolset(filepuff_bin, py_stdli
 
 
 def search_oracle(root: Path, sub: str, pattern: bytes):
-    """Per file: list of byte offsets of each (non-overlapping) occurrence."""
+    """Per file: byte offsets of each (non-overlapping) occurrence of a literal."""
     found = {}
     for rel in walk_files(root, sub):
         data = (root / rel).read_bytes()
@@ -147,9 +148,23 @@ def search_oracle(root: Path, sub: str, pattern: bytes):
     return found
 
 
+def rows_of(raw: bytes, offsets: list[int]) -> list[tuple[int, int, int]]:
+    """Octocode's rows: one per matching line, at its first occurrence — (1-based line, 0-based
+    column in UTF-16 code units, byte offset)."""
+    rows = {}
+    for off in offsets:
+        line = raw[:off].count(b"\n") + 1
+        if line not in rows:
+            start = raw.rfind(b"\n", 0, off) + 1
+            column = len(raw[start:off].decode("utf-8", "replace").encode("utf-16-le")) // 2
+            rows[line] = (line, column, off)
+    return sorted(rows.values())
+
+
 def test_search_code_counts_pages_and_byte_offsets_match_an_independent_scan(py_local, py_stdlib):
     expected = search_oracle(py_stdlib, "email", b"import")
     files = sorted(expected)
+    rows = {rel: rows_of((py_stdlib / rel).read_bytes(), offsets) for rel, offsets in expected.items()}
     page2 = only(
         py_local.ok(
             "localSearchCode",
@@ -158,33 +173,76 @@ def test_search_code_counts_pages_and_byte_offsets_match_an_independent_scan(py_
         )
     )
     data = page2["data"]
-    assert data["totalFiles"] == len(expected)
-    assert data["totalMatches"] == sum(len(v) for v in expected.values())
+    assert data["stats"] == {
+        "totalOccurrences": sum(len(v) for v in expected.values()),
+        "matchedLines": sum(len(v) for v in rows.values()),
+        "filesMatched": len(expected),
+        "filesSearched": len(walk_files(py_stdlib, "email")),
+    }
     assert [f["path"] for f in data["files"]] == files[5:10]
     pagination = data["pagination"]
     assert pagination == {
-        "currentPage": 2, "totalPages": -(-len(files) // 5), "filesPerPage": 5, "totalFiles": len(files), "hasMore": len(files) > 10,
+        "currentPage": 2, "totalPages": -(-len(files) // 5), "filesPerPage": 5, "totalFiles": len(files),
+        "totalMatches": sum(len(v) for v in rows.values()), "hasMore": len(files) > 10,
     }
     for f in data["files"]:
-        assert f["matchCount"] == len(expected[f["path"]])
-        offsets = [m["location"]["charOffset"] for m in f["matches"]]
-        assert offsets == expected[f["path"]][:3]
-        raw = (py_stdlib / f["path"]).read_bytes()
+        assert f["totalMatchRows"] == len(rows[f["path"]])
+        assert f["returnedMatchRows"] == len(f["matches"]) == min(3, len(rows[f["path"]]))
+        assert [(m["line"], m["column"], m["location"]["charOffset"]) for m in f["matches"]] == rows[f["path"]][:3]
+        lines = (py_stdlib / f["path"]).read_bytes().decode("utf-8", "replace").split("\n")
         for m in f["matches"]:
-            off = m["location"]["charOffset"]
-            assert m["location"]["charLength"] == 6 and raw[off:off + 6] == b"import"
-            assert m["line"] == raw[:off].count(b"\n") + 1
-            line_start = raw.rfind(b"\n", 0, off) + 1
-            assert m["column"] == len(raw[line_start:off].decode()) + 1
+            assert m["location"]["charLength"] == 6
+            text = lines[m["line"] - 1].rstrip("\r")
+            assert m["value"] == text if len(text) <= 200 else "import" in m["value"]
     assert "researchGoal" not in json.dumps(page2)
     assert any("filePageNumber=3" in h for h in page2["hints"]) == (len(files) > 10)
+    first = data["files"][0]
+    line = first["matches"][0]["line"]
+    text = (py_stdlib / first["path"]).read_bytes().decode("utf-8", "replace").split("\n")[line - 1]
+    lsp_column = text.index("import") + 1
+    assert any(f"{first['path']} line {line} column {lsp_column}" in h for h in page2["hints"]), page2["hints"]
+
+
+def test_search_code_offsets_and_columns_on_unusual_bytes(tmp_path, tmp_path_factory):
+    """A BOM, CRLF, a lone CR, characters outside the BMP, invalid UTF-8: byte offsets count the
+    file as stored and localGetFileContent's window at that offset is the match."""
+    files = {
+        "bom.py": b"\xef\xbb\xbf# target\nx = 'target'\n",
+        "crlf.txt": "x\r\n\U0001F600\U0001F600target\r\n\ttarget and target\r\n".encode(),
+        "lone_cr.txt": b"old mac\rline target\r",
+        "latin1.txt": b"caf\xe9 target \xff target\n",
+    }
+    for name, raw in files.items():
+        (tmp_path / name).write_bytes(raw)
+    session = _session(tmp_path, tmp_path_factory.mktemp("local-odd"), "local")
+    try:
+        data = only(session.ok("localSearchCode", {"pattern": "target", "path": ""}))["data"]
+        assert [f["path"] for f in data["files"]] == sorted(files)
+        for f in data["files"]:
+            raw = files[f["path"]]
+            # Line breaks as filepuff counts them: LF, CRLF and a lone CR.
+            offsets = [m.start() for m in re.finditer(b"target", raw)]
+            normalised = re.sub(b"\r(?!\n)", b"\n", raw)
+            assert [(m["line"], m["column"], m["location"]["charOffset"]) for m in f["matches"]] == rows_of(normalised, offsets)
+            for m in f["matches"]:
+                window = only(session.ok("localGetFileContent", {
+                    "path": f["path"], "charOffset": m["location"]["charOffset"], "charLength": m["location"]["charLength"],
+                }))["data"]
+                assert window["content"] == "target"
+                assert window["pagination"]["totalChars"] == len(raw)
+    finally:
+        _close_session(session)
 
 
 def test_discovery_mode_lists_the_files_grep_l_would(py_local, py_stdlib):
     expected = sorted(search_oracle(py_stdlib, "json", b"def "))
     data = only(py_local.ok("localSearchCode", {"pattern": "def ", "path": "json", "filesOnly": True, "filesPerPage": 20}))["data"]
     assert [f["path"] for f in data["files"]] == expected
-    assert all("matches" not in f for f in data["files"])
+    assert all(set(f) == {"path"} for f in data["files"])
+    assert data["stats"]["filesMatched"] == len(expected) and "totalOccurrences" not in data["stats"]
+    assert "totalMatches" not in data["pagination"]
+    same = only(py_local.ok("localSearchCode", {"pattern": "def ", "path": "json", "mode": "discovery", "filesPerPage": 20}))["data"]
+    assert same["files"] == data["files"]
 
 
 def test_smart_case_whole_word_and_type_filter(py_local, py_stdlib):
@@ -196,11 +254,11 @@ def test_smart_case_whole_word_and_type_filter(py_local, py_stdlib):
         return total
 
     smart_lower = only(py_local.ok("localSearchCode", {"pattern": "decoder", "path": "json", "type": "py"}))["data"]
-    assert smart_lower["totalMatches"] == count("decoder", re.IGNORECASE)
+    assert smart_lower["stats"]["totalOccurrences"] == count("decoder", re.IGNORECASE)
     smart_upper = only(py_local.ok("localSearchCode", {"pattern": "Decoder", "path": "json", "type": "py"}))["data"]
-    assert smart_upper["totalMatches"] == count("Decoder")
+    assert smart_upper["stats"]["totalOccurrences"] == count("Decoder")
     word = only(py_local.ok("localSearchCode", {"pattern": "s", "path": "json", "type": "py", "wholeWord": True, "caseSensitive": True}))["data"]
-    assert word["totalMatches"] == count(r"\bs\b")
+    assert word["stats"]["totalOccurrences"] == count(r"\bs\b")
 
 
 def test_a_batch_of_five_with_one_failure_answers_all_five(py_local):
@@ -442,19 +500,26 @@ def test_the_config_file_chooses_toolsets_and_the_flag_wins(tmp_path):
         _close_session(from_flag)
 
 
-def test_ast_query_default_call_is_bounded_and_continues_with_offset(go_session):
-    args = {"pattern": "func ($R $T) $NAME($$$ARGS) { $$$BODY }", "language": "go", "paths": ["net/http"]}
-    first = go_session.call("ast_query", args)
-    assert not first.is_error
-    assert len(json.dumps(first.structured_content)) < 45_000
-    data = first.structured_content
-    assert data["truncated"] is True and data["total_matches"] > len(data["matches"])
-    shown = len(data["matches"])
-    assert any(f"offset={shown}" in note for note in data["notes"]), data["notes"]
-    second = go_session.ok("ast_query", {**args, "offset": shown, "max_results": 5})
-    full = go_session.ok("ast_query", {**args, "max_results": shown + 5})
+def test_ast_query_pages_are_bounded_and_continue_with_offset(go_session, goroot_src):
+    pattern = "func ($R $T) $NAME($$$ARGS) { $$$BODY }"
+    # ast-grep's matches in filepuff's order (file, then position).
+    expected = sorted(ast_grep_matches(goroot_src, pattern, "go", ["net/http"]))
     key = lambda m: (m["file"], m["start_line"], m["start_column"])
-    assert [key(m) for m in second["matches"]] == [key(m) for m in full["matches"][shown:]]
+    for max_results in [None, 1_000_000]:
+        args = {"pattern": pattern, "language": "go", "paths": ["net/http"]}
+        if max_results:
+            args["max_results"] = max_results  # a page size, not a way around the budget
+        first = go_session.call("ast_query", args)
+        assert not first.is_error
+        assert len(json.dumps(first.structured_content, separators=(",", ":"), ensure_ascii=False)) <= 40_000
+        data = first.structured_content
+        assert data["truncated"] is True and data["total_matches"] == len(expected) > len(data["matches"])
+        shown = len(data["matches"])
+        assert [key(m) for m in data["matches"]] == expected[:shown]
+        assert any(f"output budget (40000 characters) reached: showing {shown} matches; continue with offset={shown}" in note
+                   for note in data["notes"]), data["notes"]
+        second = go_session.ok("ast_query", {**args, "offset": shown, "max_results": 5})
+        assert [key(m) for m in second["matches"]] == expected[shown:shown + 5]
 
 
 def test_search_code_globs_excluded_dirs_and_multiline(py_local, py_stdlib):
@@ -470,8 +535,8 @@ def test_search_code_globs_excluded_dirs_and_multiline(py_local, py_stdlib):
         {"pattern": "return", "path": "email", "include": ["*.py"], "exclude": ["_*"], "excludeDir": ["mime"],
          "filesPerPage": 20, "matchesPerPage": 1},
     ))["data"]
-    assert data["totalFiles"] == len(expected)
-    assert data["totalMatches"] == sum(expected.values())
+    assert data["pagination"]["totalFiles"] == data["stats"]["filesMatched"] == len(expected)
+    assert data["stats"]["totalOccurrences"] == sum(expected.values())
     assert [f["path"] for f in data["files"]] == sorted(expected)[:20]
 
     raw = (py_stdlib / "json/decoder.py").read_bytes()
@@ -481,6 +546,8 @@ def test_search_code_globs_excluded_dirs_and_multiline(py_local, py_stdlib):
     [hit] = multi["files"][0]["matches"]
     assert hit["location"] == {"charOffset": m.start(), "charLength": m.end() - m.start()}
     assert hit["line"] == raw[: m.start()].count(b"\n") + 1
+    assert multi["files"][0]["totalMatchRows"] == 1
+    assert multi["stats"]["matchedLines"] == m.group().count(b"\n") + 1
     assert hit["value"].split("\n")[1].strip().startswith('"""Decode')
 
 

@@ -163,6 +163,38 @@ def test_search_literal_mode_and_context_variants(go_session, goroot_src, sig):
     assert match["after"] == [{"line": n, "text": lines[n - 1]} for n in range(line_no + 1, line_no + 6)]
 
 
+OUTPUT_BUDGET = 40_000  # [limits] max_output_chars, the default
+
+
+def compact_len(result: dict) -> int:
+    """Characters of the result as the server counts its budget: compact JSON, UTF-8 text."""
+    return len(json.dumps(result, separators=(",", ":"), ensure_ascii=False))
+
+
+def search_every_page(session, args: dict) -> tuple[list[dict], list[dict]]:
+    """file_search from offset 0, following each cut page's hint to the next offset, until a
+    page is complete. Each page must be within the output budget and name its continuation.
+    Returns the pages and every file's matches merged across pages (a file may be split)."""
+    pages = []
+    offset = 0
+    while True:
+        page = session.ok("file_search", {**args, "offset": offset})
+        assert compact_len(page) <= OUTPUT_BUDGET, compact_len(page)
+        pages.append(page)
+        if not page["truncated"]:
+            assert "hint" not in page
+            break
+        assert page["returned_matches"] > 0
+        offset += page["returned_matches"]
+        assert f"continue with offset={offset}" in page["hint"], page["hint"]
+    merged: dict[str, dict] = {}
+    for page in pages:
+        for f in page["files"]:
+            entry = merged.setdefault(f["path"], {"path": f["path"], "total_matches": f["total_matches"], "matches": []})
+            entry["matches"].extend(f["matches"])
+    return pages, list(merged.values())
+
+
 @pytest.mark.parametrize(
     ("pattern", "regex", "ignore_case"),
     [
@@ -183,17 +215,43 @@ def test_search_counts_and_matches_in_net_http(go_session, goroot_src, pattern, 
     assert {f["path"]: f["total_matches"] for f in expected["files"]} == grep_counts
     assert expected["total_matches"] > 10
 
-    result = go_session.ok(
-        "file_search",
-        {
-            "pattern": pattern, "regex": regex, "ignore_case": ignore_case, "paths": ["net/http"],
-            "file_types": ["go"], "max_results": 1_000_000,
-        },
+    # An explicit, very large max_results does not lift the output budget: the answer is a
+    # bounded page whose hint says where to continue, and the pages together are everything.
+    args = {
+        "pattern": pattern, "regex": regex, "ignore_case": ignore_case, "paths": ["net/http"],
+        "file_types": ["go"], "max_results": 1_000_000,
+    }
+    pages, every_file = search_every_page(go_session, args)
+    first = pages[0]
+    assert first["total_matches"] == sum(grep_counts.values())
+    assert first["total_files"] == len(grep_counts)
+    assert first["files_searched"] == len(files)
+    returned = first["returned_matches"]
+    assert without_hint(first) == expected_search(
+        goroot_src, files, pattern, regex=regex, ignore_case=ignore_case, max_results=returned
     )
-    assert result["total_matches"] == sum(grep_counts.values())
-    assert result["total_files"] == len(grep_counts)
-    assert result["files_searched"] == len(files)
-    assert result == expected
+    assert every_file == expected["files"]
+    for page in pages:
+        assert (page["total_matches"], page["total_files"]) == (expected["total_matches"], expected["total_files"])
+
+
+def test_an_explicit_max_results_of_a_million_returns_a_budgeted_page(go_session, goroot_src):
+    """The regression: max_results=1000000 used to switch the output budget off (200k+ chars)."""
+    files = walk_files(goroot_src, "net/http", (".go",))
+    args = {"pattern": "err", "paths": ["net/http"], "file_types": ["go"], "max_results": 1_000_000}
+    full = expected_search(goroot_src, files, "err", max_results=1_000_000)
+    assert compact_len(full) > 5 * OUTPUT_BUDGET
+    page = go_session.ok("file_search", args)
+    assert compact_len(page) <= OUTPUT_BUDGET
+    returned = page["returned_matches"]
+    assert page["truncated"] is True and 0 < returned < full["total_matches"]
+    assert without_hint(page) == expected_search(goroot_src, files, "err", max_results=returned)
+    assert f"{full['total_matches'] - returned} more: continue with offset={returned}" in page["hint"]
+    assert "output budget of 40000 characters" in page["hint"]
+    # The hint's offset continues exactly where the page stopped.
+    following = go_session.ok("file_search", {**args, "offset": returned, "max_chars": 5000})
+    flat = [(f["path"], m) for f in full["files"] for m in f["matches"]]
+    assert [(f["path"], m) for f in following["files"] for m in f["matches"]] == flat[returned:returned + following["returned_matches"]]
 
 
 def test_search_max_results_truncates_in_path_order(go_session, goroot_src):
@@ -238,19 +296,21 @@ def test_search_columns_count_characters_not_bytes(go_session, goroot_src):
         m for f in expected["files"] for m in f["matches"] if not m["text"][: m["column"] - 1].isascii()
     ]
     assert non_ascii_before_match, "the corpus should have a match after non-ASCII text"
-    result = go_session.ok(
-        "file_search",
-        {"pattern": pattern, "ignore_case": True, "paths": ["strings"], "file_types": ["go"], "max_results": 1_000_000},
+    pages, every_file = search_every_page(
+        go_session, {"pattern": pattern, "ignore_case": True, "paths": ["strings"], "file_types": ["go"]}
     )
-    assert result == expected
+    assert every_file == expected["files"]
+    assert pages[0]["total_matches"] == expected["total_matches"]
 
 
 def test_search_cuts_long_lines(go_session, goroot_src):
     files = walk_files(goroot_src, "net/http", (".go",))
     expected = expected_search(goroot_src, files, ".{400}", max_results=1_000_000)
     assert any(m.get("text_truncated") for f in expected["files"] for m in f["matches"])
+    # max_chars sets the budget explicitly: this one asks for everything in one answer.
     result = go_session.ok(
-        "file_search", {"pattern": ".{400}", "paths": ["net/http"], "file_types": ["go"], "max_results": 1_000_000}
+        "file_search",
+        {"pattern": ".{400}", "paths": ["net/http"], "file_types": ["go"], "max_results": 1_000_000, "max_chars": 10_000_000},
     )
     assert result == expected
 

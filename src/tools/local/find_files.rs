@@ -302,6 +302,7 @@ fn find_one(engine: &Engine, query: &FindFilesQuery, budget: usize) -> Result<An
             total_pages,
             files_per_page: per_page,
             total_files: total,
+            total_matches: None,
             has_more,
         },
     };

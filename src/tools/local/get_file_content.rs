@@ -7,6 +7,8 @@
 //! both ends move back to a character boundary, and `nextCharOffset` is where the next window
 //! starts, so consecutive windows tile the file exactly.
 
+use std::borrow::Cow;
+
 use regex::RegexBuilder;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -164,12 +166,21 @@ fn read_one(
         Origin::Buffer { version } => Some(version),
         Origin::Disk { .. } => None,
     };
+    // Byte offsets count the file as stored. The text differs from it only where invalid UTF-8
+    // was replaced (U+FFFD is 3 bytes), so only then are the raw bytes read again.
+    let raw: Cow<'_, [u8]> = match source.origin {
+        Origin::Disk { lossy: true, .. } => Cow::Owned(
+            std::fs::read(&resolved.absolute)
+                .map_err(|source| read_error(ReadError::Io { path: resolved.absolute.clone(), source }, &shown))?,
+        ),
+        _ => Cow::Borrowed(text.as_bytes()),
+    };
     let lines = line_spans(&text);
     let mut result = GetFileContentResult {
         path: shown.clone(),
         content: String::new(),
         total_lines: lines.len(),
-        total_bytes: text.len(),
+        total_bytes: raw.len(),
         start_line: None,
         end_line: None,
         is_partial: false,
@@ -189,7 +200,7 @@ fn read_one(
         by_lines(&text, &lines, query.start_line.unwrap_or(1), query.end_line, budget, &mut result, &mut hints)?;
         return Ok(Answer { has_results: !result.content.is_empty(), data: result, hints });
     }
-    if query.char_offset.is_none() && query.char_length.is_none() && text.len() <= budget {
+    if query.char_offset.is_none() && query.char_length.is_none() && raw.len() <= budget {
         // fullContent, or no strategy on a file small enough to return whole.
         result.content = text;
         if !lines.is_empty() {
@@ -206,10 +217,10 @@ fn read_one(
     if query.char_offset.is_none() && query.char_length.is_none() {
         hints.push(format!(
             "The file is {} bytes, over the output budget: this is its first window. Prefer matchString, or page with charOffset/charLength.",
-            text.len()
+            raw.len()
         ));
     }
-    by_window(&text, offset, requested.min(budget), &mut result, &mut hints);
+    by_window(&raw, offset, requested.min(budget), &mut result, &mut hints);
     Ok(Answer { has_results: !result.content.is_empty(), data: result, hints })
 }
 
@@ -299,14 +310,14 @@ fn by_lines(
     Ok(())
 }
 
-fn by_window(text: &str, offset: usize, length: usize, result: &mut GetFileContentResult, hints: &mut Vec<String>) {
-    let total = text.len();
-    let start = floor_boundary(text, offset.min(total));
-    let mut end = floor_boundary(text, offset.saturating_add(length).min(total));
+fn by_window(bytes: &[u8], offset: usize, length: usize, result: &mut GetFileContentResult, hints: &mut Vec<String>) {
+    let total = bytes.len();
+    let start = floor_boundary(bytes, offset.min(total));
+    let mut end = floor_boundary(bytes, offset.saturating_add(length).min(total));
     if end <= start && start < total {
-        end = ceil_boundary(text, start + 1);
+        end = ceil_boundary(bytes, start + 1);
     }
-    result.content = text[start..end].to_owned();
+    result.content = String::from_utf8_lossy(&bytes[start..end]).into_owned();
     result.is_partial = start > 0 || end < total;
     let has_more = end < total;
     result.pagination = Some(CharPagination {
@@ -331,18 +342,27 @@ fn by_window(text: &str, offset: usize, length: usize, result: &mut GetFileConte
     }
 }
 
-fn floor_boundary(text: &str, mut idx: usize) -> usize {
-    while idx > 0 && !text.is_char_boundary(idx) {
+/// Whether a window may start or end at `idx`: not on a UTF-8 continuation byte (in valid
+/// UTF-8, exactly the character boundaries; in invalid bytes, at most 3 steps from any byte).
+fn is_boundary(bytes: &[u8], idx: usize) -> bool {
+    idx == 0
+        || idx >= bytes.len()
+        || bytes[idx] & 0xC0 != 0x80
+        || bytes[idx.saturating_sub(3)..idx].iter().all(|b| b & 0xC0 == 0x80)
+}
+
+fn floor_boundary(bytes: &[u8], mut idx: usize) -> usize {
+    while !is_boundary(bytes, idx) {
         idx -= 1;
     }
     idx
 }
 
-fn ceil_boundary(text: &str, mut idx: usize) -> usize {
-    while idx < text.len() && !text.is_char_boundary(idx) {
+fn ceil_boundary(bytes: &[u8], mut idx: usize) -> usize {
+    while !is_boundary(bytes, idx) {
         idx += 1;
     }
-    idx.min(text.len())
+    idx.min(bytes.len())
 }
 
 fn by_match(
@@ -410,7 +430,7 @@ fn by_match(
     }
     result.content = parts.join("\n...\n");
     if result.content.len() > budget {
-        let cut = floor_boundary(&result.content, budget);
+        let cut = floor_boundary(result.content.as_bytes(), budget);
         result.content.truncate(cut);
         hints.push(format!("The slice was cut at the output budget ({budget} bytes); lower matchStringContextLines."));
     }

@@ -13,6 +13,7 @@ mod entries;
 mod find_files;
 mod get_file_content;
 mod search_code;
+mod search_sink;
 mod view_structure;
 
 use std::borrow::Cow;

@@ -2,24 +2,29 @@
 //! (grep-regex + grep-searcher) — the same visit as `file_search`, open buffers included.
 //!
 //! Files are ordered by path and paginated (`filesPerPage`, `filePageNumber`); each file shows
-//! its first `matchesPerPage` matches. Every match carries a 1-based line, a 1-based column in
-//! characters and `location.charOffset`/`charLength`: the match's **byte** offset in the file
-//! and byte length (as ripgrep's JSON reports them, and as `localGetFileContent` takes them).
+//! its first `matchesPerPage` matching rows (a row is what ripgrep's JSON calls a match: a
+//! matching line, or the lines of one multiline match), counted as Octocode counts them
+//! (`totalMatchRows`, `returnedMatchRows`). A row is placed at its first match: a 1-based
+//! line, a 0-based column in UTF-16 code units (Octocode's) and `location.charOffset`/
+//! `charLength`, the match's **byte** offset and length in the file as stored (the seed: "BYTE
+//! offsets"; a UTF-8 BOM counts, unlike in ripgrep's JSON), which `localGetFileContent` takes
+//! back as its own `charOffset`. Paths are relative to the workspace root, so a result's path
+//! is the next query's `path`.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::search_sink::{FirstMatch, RowSettings, RowSink};
 use super::{Answer, Batch, BatchOutput, ResearchFields, invalid_filter, json_len, page_count, run_batch, shown};
-use crate::documents::position::{Encoding, column_in_line};
 use crate::engine::Engine;
-use crate::search::{self, SearchError, WalkOptions};
+use crate::search::{self, FileText, SearchError, WalkOptions};
 use crate::tools::ToolError;
+use crate::workspace::ResolvedPath;
 
 /// One `localSearchCode` query (Octocode's parameters).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -52,7 +57,7 @@ pub struct SearchCodeQuery {
     /// Also search files that .gitignore/.ignore exclude (e.g. inside node_modules).
     #[serde(default)]
     pub no_ignore: bool,
-    /// Matches shown per file, 1-100 (default 10).
+    /// Matching rows shown per file, 1-100 (default 10).
     #[serde(default)]
     pub matches_per_page: Option<usize>,
     /// Files per page, 1-20 (default 10).
@@ -100,17 +105,28 @@ pub struct SearchCodeResult {
     pub path: String,
     /// Files on this page, ordered by path.
     pub files: Vec<SearchFile>,
-    /// Matches in the whole search (each occurrence counts; 0 in discovery mode, which stops at
-    /// each file's first match).
-    pub total_matches: usize,
-    /// Files with at least one match in the whole search.
-    pub total_files: usize,
-    /// Files read.
-    pub files_searched: usize,
+    pub stats: SearchStats,
     pub pagination: FilePagination,
     /// Set when the output budget cut this page short (see the hints for how to continue).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+}
+
+/// Counts over the whole search (Octocode's `stats`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchStats {
+    /// Occurrences of the pattern in every matching file (absent in discovery mode, which
+    /// stops reading each file at its first match).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_occurrences: Option<usize>,
+    /// Lines holding a match, or part of a multiline match (absent in discovery mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched_lines: Option<usize>,
+    /// Files with at least one match.
+    pub files_matched: usize,
+    /// Files read.
+    pub files_searched: usize,
 }
 
 /// Paging over files.
@@ -121,7 +137,11 @@ pub struct FilePagination {
     pub current_page: usize,
     pub total_pages: usize,
     pub files_per_page: usize,
+    /// Files with at least one match (localFindFiles: files found).
     pub total_files: usize,
+    /// localSearchCode: matching rows in every file (absent in discovery mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_matches: Option<usize>,
     pub has_more: bool,
 }
 
@@ -129,12 +149,16 @@ pub struct FilePagination {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchFile {
-    /// Relative to the workspace root.
+    /// Relative to the workspace root (usable as the `path` of the next query).
     pub path: String,
-    /// Matches in this file (all of them; absent in discovery mode).
+    /// Matching rows in this file, all of them: a row is a matching line, or the lines of one
+    /// multiline match (absent in discovery mode).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub match_count: Option<usize>,
-    /// The first matchesPerPage matches (absent in discovery mode).
+    pub total_match_rows: Option<usize>,
+    /// Rows returned in `matches` (at most matchesPerPage; fewer when the output budget cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub returned_match_rows: Option<usize>,
+    /// The first rows, one entry each (absent in discovery mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<SearchMatch>,
     /// Set when an open editor buffer (at this version) was searched instead of the disk.
@@ -142,25 +166,28 @@ pub struct SearchFile {
     pub buffer_version: Option<i32>,
 }
 
-/// One match.
+/// One matching row, placed at its first match.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchMatch {
-    /// The matching line (with contextLines lines around it, joined by "\n"); each line cut to
+    /// 1-based line of the first match's start.
+    pub line: u64,
+    /// 0-based column of the first match's start, in UTF-16 code units (as Octocode's).
+    pub column: u32,
+    /// The row's lines (with contextLines lines around them, joined by "\n"); each line cut to
     /// matchContentLength characters around the match.
     pub value: String,
-    /// 1-based line of the match's start.
-    pub line: u64,
-    /// 1-based column of the match's start, in characters.
-    pub column: u32,
     pub location: MatchLocation,
+    /// 1-based column in characters: the unit of find_definition and the other core tools.
+    #[serde(skip)]
+    pub lsp_column: u32,
 }
 
-/// Where a match is, in bytes.
+/// Where the row's first match is, in bytes of the file as stored.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MatchLocation {
-    /// Byte offset of the match's start from the start of the file.
+    /// Byte offset of the match's start from the start of the file (a BOM counts).
     pub char_offset: u64,
     /// Length of the match in bytes.
     pub char_length: u64,
@@ -223,33 +250,94 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
     };
     let keep_files = page * files_per_page;
     let collector = Mutex::new(Collected::default());
-    let settings = SinkSettings { files_only, per_file, context_lines, content_length };
-    let stats = search::for_each_text(
-        workspace,
-        engine.documents(),
-        std::slice::from_ref(&root.absolute),
-        types,
-        &options,
-        || build_searcher(context_lines, query.multiline),
-        |searcher, resolved, buffer_version, bytes| {
-            let mut sink = MatchSink::new(&matcher, &settings);
-            if searcher.search_slice(&matcher, bytes, &mut sink).is_ok() && sink.total > 0 {
-                let file = sink.into_file(resolved.relative.clone(), buffer_version);
-                let mut collected = collector.lock().unwrap_or_else(|e| e.into_inner());
-                collected.add(file, keep_files);
-            }
-            true
-        },
-    )?;
+    let settings = RowSettings { per_file, context_lines, content_length };
+    let roots = std::slice::from_ref(&root.absolute);
+    let documents = engine.documents();
+    let found = |buffer_version, resolved: ResolvedPath| SearchFile {
+        path: resolved.relative,
+        total_match_rows: None,
+        returned_match_rows: None,
+        matches: Vec::new(),
+        buffer_version,
+    };
+    // Each thread has its own searcher and matcher (a matcher's regex cache is per owner).
+    let stats = if files_only && !query.multiline {
+        // Discovery reads each file in pieces and stops at its first match.
+        search::for_each_stream(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (discovery_searcher(false), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, text| {
+                if has_match(searcher, matcher, text)
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    collector
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(found(buffer_version, resolved), keep_files);
+                }
+                true
+            },
+        )?
+    } else if files_only {
+        // A multiline match may span any lines: search whole files, still stopping at the first.
+        search::for_each_text(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (discovery_searcher(true), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, bytes| {
+                if has_match(searcher, matcher, FileText::Whole(bytes))
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    collector
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(found(buffer_version, resolved), keep_files);
+                }
+                true
+            },
+        )?
+    } else {
+        search::for_each_text(
+            workspace,
+            documents,
+            roots,
+            types,
+            &options,
+            || (content_searcher(context_lines, query.multiline), matcher.clone()),
+            |(searcher, matcher), path, buffer_version, bytes| {
+                let mut sink = RowSink::new(matcher, &settings);
+                if searcher.search_slice(&*matcher, bytes, &mut sink).is_ok()
+                    && sink.rows > 0
+                    && let Some(resolved) = workspace.resolved_from_walk(path)
+                {
+                    let (rows, matched_lines, occurrences) = (sink.rows, sink.matched_lines, sink.occurrences);
+                    let file = sink.into_file(resolved.relative, buffer_version);
+                    let mut collected = collector.lock().unwrap_or_else(|e| e.into_inner());
+                    collected.rows += rows;
+                    collected.matched_lines += matched_lines;
+                    collected.occurrences += occurrences;
+                    collected.add(file, keep_files);
+                }
+                true
+            },
+        )?
+    };
     let collected = collector.into_inner().unwrap_or_else(|e| e.into_inner());
-    let total_files = collected.total_files;
+    let total_files = collected.files;
     let total_pages = page_count(total_files, files_per_page);
     let mut files: Vec<SearchFile> = collected.kept.into_values().skip((page - 1) * files_per_page).collect();
     files.truncate(files_per_page);
 
-    // The output budget: keep whole files while they fit, then cut the last one's matches.
+    // The output budget: keep whole files while they fit, then cut the last one's rows.
     let mut hints = Vec::new();
-    let mut used = 300;
+    let mut used = 400;
     let mut kept = Vec::with_capacity(files.len());
     let shown_on_page = files.len();
     let mut truncated = false;
@@ -263,6 +351,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
         truncated = true;
         while !file.matches.is_empty() && used + json_len(&file) > budget {
             file.matches.pop();
+            file.returned_match_rows = Some(file.matches.len());
         }
         if !file.matches.is_empty() {
             kept.push(file);
@@ -284,19 +373,19 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
             page + 1
         ));
     }
-    if let Some(file) = kept.iter().find(|f| f.match_count.unwrap_or(0) > f.matches.len()) {
+    if let Some(file) = kept.iter().find(|f| f.total_match_rows.unwrap_or(0) > f.matches.len()) {
         hints.push(format!(
-            "{} has {} matches, {} shown: raise matchesPerPage (max 100), or read around them with localGetFileContent (path={:?}, matchString).",
+            "{} has {} matching rows, {} shown: raise matchesPerPage (max 100), or read around them with localGetFileContent (path={:?}, matchString).",
             file.path,
-            file.match_count.unwrap_or(0),
+            file.total_match_rows.unwrap_or(0),
             file.matches.len(),
             file.path
         ));
     }
     if let Some((file, first)) = kept.iter().find_map(|f| f.matches.first().map(|m| (f, m))) {
         hints.push(format!(
-            "Lines and columns are 1-based: use line {} column {} of {} as the line/column of find_definition, find_references or symbol_at.",
-            first.line, first.column, file.path
+            "Lines are 1-based, columns 0-based UTF-16 units (Octocode's). For find_definition, find_references or symbol_at (1-based character columns) the first match is {} line {} column {}.",
+            file.path, first.line, first.lsp_column
         ));
     }
     if total_files == 0 {
@@ -307,13 +396,24 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
     } else if total_files > 100 {
         hints.push("Many files match: narrow with path, type, include/exclude or excludeDir.".to_owned());
     }
+    let counted = |n: usize| (!files_only).then_some(n);
     let data = SearchCodeResult {
         path: shown(&root),
         files: kept,
-        total_matches: collected.total_matches,
-        total_files,
-        files_searched: stats.files_visited,
-        pagination: FilePagination { current_page: page, total_pages, files_per_page, total_files, has_more },
+        stats: SearchStats {
+            total_occurrences: counted(collected.occurrences),
+            matched_lines: counted(collected.matched_lines),
+            files_matched: total_files,
+            files_searched: stats.files_visited,
+        },
+        pagination: FilePagination {
+            current_page: page,
+            total_pages,
+            files_per_page,
+            total_files,
+            total_matches: counted(collected.rows),
+            has_more,
+        },
         truncated,
     };
     Ok(Answer { has_results: total_files > 0, data, hints })
@@ -339,162 +439,71 @@ fn build_matcher(pattern: &str, query: &SearchCodeQuery) -> Result<RegexMatcher,
     })
 }
 
-fn build_searcher(context_lines: usize, multiline: bool) -> Searcher {
+/// A searcher over the bytes as stored: no BOM sniffing (a UTF-8 BOM stays in the offsets, as
+/// `localGetFileContent` counts them); binary files (a NUL byte) are skipped.
+fn content_searcher(context_lines: usize, multiline: bool) -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
         .multi_line(multiline)
         .before_context(context_lines)
         .after_context(context_lines)
+        .bom_sniffing(false)
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .build()
+}
+
+/// Discovery's searcher: no line numbers, no context, and no binary detection of its own —
+/// [`has_match`] applies the slice rule to the whole text, not to each piece of it.
+fn discovery_searcher(multiline: bool) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(false)
+        .multi_line(multiline)
+        .bom_sniffing(false)
+        .binary_detection(BinaryDetection::none())
+        .build()
+}
+
+/// Whether `text` has a match: a disk file is searched piece by piece (whole lines), and no
+/// piece is read after the one holding the first match. Binary text never matches, as in
+/// `search_slice` with a quit byte: a NUL byte in the first 64 KiB.
+fn has_match(searcher: &mut Searcher, matcher: &RegexMatcher, text: FileText<'_, '_>) -> bool {
+    let mut sink = FirstMatch::default();
+    match text {
+        FileText::Whole(bytes) => {
+            if !search::is_binary(bytes) {
+                let _ = searcher.search_slice(matcher, bytes, &mut sink);
+            }
+        }
+        FileText::Stream(text) => {
+            while let Ok(Some(lines)) = text.next_lines() {
+                if searcher.search_slice(matcher, lines, &mut sink).is_err() || sink.found {
+                    break;
+                }
+            }
+        }
+    }
+    sink.found
 }
 
 /// Files with matches, the first `keep` by path kept whole, totals over all.
 #[derive(Default)]
 struct Collected {
     kept: BTreeMap<String, SearchFile>,
-    total_files: usize,
-    total_matches: usize,
+    files: usize,
+    rows: usize,
+    matched_lines: usize,
+    occurrences: usize,
 }
 
 impl Collected {
     fn add(&mut self, file: SearchFile, keep: usize) {
-        self.total_files += 1;
-        self.total_matches += file.match_count.unwrap_or(0);
+        self.files += 1;
+        if self.kept.len() >= keep && self.kept.last_key_value().is_some_and(|(last, _)| *last < file.path) {
+            return;
+        }
         self.kept.insert(file.path.clone(), file);
         while self.kept.len() > keep {
             self.kept.pop_last();
         }
-    }
-}
-
-struct SinkSettings {
-    files_only: bool,
-    per_file: usize,
-    context_lines: usize,
-    content_length: usize,
-}
-
-/// Collects one file's matches: every occurrence counted, the first `per_file` kept with their
-/// lines and context.
-struct MatchSink<'a> {
-    matcher: &'a RegexMatcher,
-    settings: &'a SinkSettings,
-    total: usize,
-    /// Kept matches: (line, column, byte offset, byte length, lines of the match).
-    kept: Vec<(u64, u32, u64, u64, u64)>,
-    /// Line texts (matching and context) near kept matches.
-    lines: BTreeMap<u64, String>,
-}
-
-impl<'a> MatchSink<'a> {
-    fn new(matcher: &'a RegexMatcher, settings: &'a SinkSettings) -> MatchSink<'a> {
-        MatchSink { matcher, settings, total: 0, kept: Vec::new(), lines: BTreeMap::new() }
-    }
-
-    fn into_file(self, path: String, buffer_version: Option<i32>) -> SearchFile {
-        let settings = self.settings;
-        if settings.files_only {
-            return SearchFile { path, match_count: None, matches: Vec::new(), buffer_version };
-        }
-        let c = settings.context_lines as u64;
-        let matches = self
-            .kept
-            .iter()
-            .map(|&(line, column, offset, length, span)| {
-                let from = line.saturating_sub(c).max(1);
-                let to = line + span.saturating_sub(1) + c;
-                let value: Vec<String> = self
-                    .lines
-                    .range(from..=to)
-                    .map(|(&n, text)| {
-                        let anchor = if n == line { column as usize - 1 } else { 0 };
-                        cut_around(text, anchor, settings.content_length)
-                    })
-                    .collect();
-                SearchMatch {
-                    value: value.join("\n"),
-                    line,
-                    column,
-                    location: MatchLocation { char_offset: offset, char_length: length },
-                }
-            })
-            .collect();
-        SearchFile { path, match_count: Some(self.total), matches, buffer_version }
-    }
-
-    fn wants_line(&self, line: u64) -> bool {
-        let c = self.settings.context_lines as u64;
-        match self.kept.last() {
-            Some(&(last, _, _, _, span)) if line <= last + span.saturating_sub(1) + c => true,
-            _ => self.kept.len() < self.settings.per_file,
-        }
-    }
-
-    fn store_lines(&mut self, first_line: u64, bytes: &[u8]) {
-        let text = String::from_utf8_lossy(bytes);
-        for (idx, line_text) in text.split_inclusive('\n').enumerate() {
-            let n = first_line + idx as u64;
-            if self.wants_line(n) || self.kept.iter().any(|k| n >= k.0 && n < k.0 + k.4) {
-                self.lines.insert(n, line_text.trim_end_matches(['\n', '\r']).to_owned());
-            }
-        }
-    }
-}
-
-/// Cuts `text` to `limit` characters, keeping the character at `anchor` (0-based) in view.
-fn cut_around(text: &str, anchor: usize, limit: usize) -> String {
-    let count = text.chars().count();
-    if count <= limit {
-        return text.to_owned();
-    }
-    let start = anchor.saturating_sub(limit / 4).min(count - limit);
-    let cut: String = text.chars().skip(start).take(limit).collect();
-    format!("{}{cut}{}", if start > 0 { "…" } else { "" }, if start + limit < count { "…" } else { "" })
-}
-
-impl Sink for MatchSink<'_> {
-    type Error = std::io::Error;
-
-    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        let bytes = mat.bytes();
-        let Some(first_line) = mat.line_number() else { return Ok(true) };
-        if self.settings.files_only {
-            self.total += 1;
-            return Ok(false);
-        }
-        let base = mat.absolute_byte_offset();
-        let mut found = Vec::new();
-        let _ = self.matcher.find_iter(bytes, |m| {
-            if m.end() > m.start() || found.is_empty() {
-                found.push((m.start(), m.end()));
-            }
-            true
-        });
-        for (start, end) in found {
-            self.total += 1;
-            if self.kept.len() >= self.settings.per_file {
-                continue;
-            }
-            let before = &bytes[..start];
-            let line = first_line + memchr::memchr_iter(b'\n', before).count() as u64;
-            let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
-            let prefix = String::from_utf8_lossy(&before[line_start..]);
-            let (column, _) = column_in_line(&prefix, prefix.len(), Encoding::Utf32);
-            let span = 1 + memchr::memchr_iter(b'\n', &bytes[start..end.max(start)]).count() as u64
-                - u64::from(end > start && bytes[end - 1] == b'\n');
-            self.kept.push((line, column + 1, base + start as u64, (end - start) as u64, span.max(1)));
-        }
-        self.store_lines(first_line, bytes);
-        Ok(true)
-    }
-
-    fn context(&mut self, _searcher: &Searcher, context: &SinkContext<'_>) -> Result<bool, Self::Error> {
-        if let Some(line) = context.line_number()
-            && self.wants_line(line)
-        {
-            self.store_lines(line, context.bytes());
-        }
-        Ok(true)
     }
 }
