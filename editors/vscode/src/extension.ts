@@ -1,0 +1,163 @@
+/**
+ * The VS Code face: starts `filepuff lsp` with vscode-languageclient, shows `filepuff/status` in
+ * the status bar, offers restart / doctor / log commands, and registers `filepuff mcp` for the
+ * workspace folder as an MCP server so agent mode attaches to the same Engine. The decisions
+ * (launch command, initializationOptions, selector, status text, MCP definition) live in
+ * settings.ts and status.ts.
+ */
+
+import { execFile } from "node:child_process";
+import * as vscode from "vscode";
+import { LanguageClient, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
+import {
+  type DoctorEntry,
+  type FilepuffSettings,
+  documentSelectorLanguages,
+  doctorLaunch,
+  initializationOptions,
+  lspLaunch,
+  mcpDefinition,
+  readSettings,
+} from "./settings";
+import { type StatusPayload, statusView } from "./status";
+
+let client: LanguageClient | undefined;
+let statusItem: vscode.StatusBarItem;
+let output: vscode.OutputChannel;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("filepuff");
+  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
+  statusItem.command = "filepuff.openLog";
+  context.subscriptions.push(output, statusItem);
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("filepuff.restart", async () => {
+      await stopClient();
+      await startClient();
+    }),
+    vscode.commands.registerCommand("filepuff.doctor", () => showDoctor()),
+    vscode.commands.registerCommand("filepuff.openLog", () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (event.affectsConfiguration("filepuff") && !event.affectsConfiguration("filepuff.trace")) {
+        await stopClient();
+        await startClient();
+      }
+    }),
+  );
+  registerMcp(context);
+  await startClient();
+}
+
+export async function deactivate(): Promise<void> {
+  await stopClient();
+}
+
+function settings(): FilepuffSettings {
+  const config = vscode.workspace.getConfiguration("filepuff");
+  return readSettings((key) => config.get(key));
+}
+
+function workspaceFolder(): vscode.WorkspaceFolder | undefined {
+  return vscode.workspace.workspaceFolders?.[0];
+}
+
+async function startClient(): Promise<void> {
+  const current = settings();
+  const folder = workspaceFolder()?.uri.fsPath;
+  const launch = lspLaunch(current, folder);
+  const serverOptions: ServerOptions = {
+    command: launch.command,
+    args: launch.args,
+    options: { cwd: launch.cwd, env: launch.env },
+  };
+  const languages = documentSelectorLanguages(current, await doctorReport(current, folder));
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: languages.map((language) => ({ scheme: "file", language })),
+    initializationOptions: initializationOptions(current),
+    outputChannel: output,
+  };
+  // The client id "filepuff" makes vscode-languageclient read `filepuff.trace.server`.
+  client = new LanguageClient("filepuff", "filepuff", serverOptions, clientOptions);
+  client.onNotification("filepuff/status", (payload: StatusPayload) => showStatus(payload));
+  statusItem.text = "$(loading~spin) filepuff";
+  statusItem.tooltip = `starting ${launch.command} ${launch.args.join(" ")}`;
+  statusItem.show();
+  try {
+    await client.start();
+    showStatus(await client.sendRequest<StatusPayload>("filepuff/status"));
+  } catch (error) {
+    statusItem.text = "$(error) filepuff";
+    statusItem.tooltip = `filepuff lsp failed to start: ${String(error)}`;
+    output.appendLine(`filepuff lsp failed to start: ${String(error)}`);
+  }
+}
+
+async function stopClient(): Promise<void> {
+  const running = client;
+  client = undefined;
+  if (running) await running.stop().catch((error) => output.appendLine(`stopping filepuff lsp: ${String(error)}`));
+}
+
+function showStatus(payload: StatusPayload): void {
+  const view = statusView(payload);
+  statusItem.text = view.text;
+  statusItem.tooltip = view.tooltip;
+  statusItem.backgroundColor =
+    view.severity === "crashed" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+  statusItem.show();
+}
+
+function run(launch: { command: string; args: string[]; cwd?: string; env: Record<string, string> }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(launch.command, launch.args, { cwd: launch.cwd, env: launch.env, timeout: 30_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+    );
+  });
+}
+
+async function doctorReport(current: FilepuffSettings, folder: string | undefined): Promise<DoctorEntry[] | undefined> {
+  if (current.documentSelector.length > 0) return undefined;
+  try {
+    return JSON.parse(await run(doctorLaunch(current, folder, true))) as DoctorEntry[];
+  } catch (error) {
+    output.appendLine(`filepuff doctor --json failed, serving the default languages: ${String(error)}`);
+    return undefined;
+  }
+}
+
+async function showDoctor(): Promise<void> {
+  const launch = doctorLaunch(settings(), workspaceFolder()?.uri.fsPath, false);
+  output.appendLine(`$ ${launch.command} ${launch.args.join(" ")}`);
+  try {
+    output.appendLine(await run(launch));
+  } catch (error) {
+    output.appendLine(String(error));
+  }
+  output.show(true);
+}
+
+function registerMcp(context: vscode.ExtensionContext): void {
+  // The MCP server definition provider API arrived in VS Code 1.101.
+  if (typeof vscode.lm?.registerMcpServerDefinitionProvider !== "function") return;
+  const changed = new vscode.EventEmitter<void>();
+  context.subscriptions.push(
+    changed,
+    vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("filepuff")) changed.fire();
+    }),
+    vscode.lm.registerMcpServerDefinitionProvider("filepuff.mcp", {
+      onDidChangeMcpServerDefinitions: changed.event,
+      provideMcpServerDefinitions: () => {
+        const current = settings();
+        const folder = workspaceFolder();
+        if (!current.mcpEnable || folder === undefined) return [];
+        const definition = mcpDefinition(current, { name: folder.name, path: folder.uri.fsPath });
+        const server = new vscode.McpStdioServerDefinition(definition.label, definition.command, definition.args, definition.env);
+        server.cwd = vscode.Uri.file(definition.cwd);
+        return [server];
+      },
+    }),
+  );
+}
