@@ -52,6 +52,17 @@ pub struct PendingLink {
     file_path: String,
 }
 
+impl PendingLink {
+    pub fn relationship_type(&self) -> RelationshipType {
+        self.relationship_type
+    }
+
+    /// The workspace-relative path of the file whose analysis found the link.
+    pub fn file_path(&self) -> &str {
+        &self.file_path
+    }
+}
+
 /// The outcome of [`apply`].
 #[derive(Debug, Clone)]
 pub struct Applied {
@@ -315,7 +326,7 @@ fn find_by_name(
     Ok(None)
 }
 
-fn link(
+pub(crate) fn link(
     conn: &Connection,
     source: &str,
     target: &str,

@@ -1,16 +1,19 @@
 //! `filepuff graph index`: walk a tree, analyse every parsed file on worker threads, write the
-//! analyses in batches (see [`super::apply`]), then resolve links by name and drop files that
-//! vanished.
+//! analyses in batches (see [`super::apply`]), ask the language servers for the calls of the
+//! files whose language has one (see [`super::calls`]), then resolve the remaining links by name
+//! and drop files that vanished.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::GraphError;
 use super::analyze::{FileAnalysis, analyses, extract};
-use super::apply::{Anchor, ApplyCounts, PendingLink, apply, resolve};
+use super::apply::{Anchor, ApplyCounts, PendingLink, apply, link, resolve};
+use super::calls::{CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, lsp_metadata};
 use super::store::GraphStore;
+use super::{ComponentType, GraphError, RelationshipType};
+use crate::backends::{BackendError, Backends};
 use crate::documents::{DocumentStore, Language};
 use crate::workspace::{ResolvedPath, Workspace};
 
@@ -37,20 +40,62 @@ pub struct IndexReport {
     /// The first few failures as `path: message`.
     pub errors: Vec<String>,
     pub error_count: usize,
+    /// Where each language's `calls` came from, in language order.
+    pub calls: Vec<LanguageCalls>,
+    /// `calls` relationships in the store afterwards, by source.
+    pub total_calls_lsp: usize,
+    pub total_calls_syntax: usize,
+}
+
+/// Options of [`index`].
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    pub calls: CallsMode,
+    pub limits: LspCallsLimits,
+}
+
+/// Where one language's `calls` relationships came from in one [`index`] run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageCalls {
+    pub language: &'static str,
+    /// The server asked, when one was.
+    pub server: Option<String>,
+    /// Files whose calls the server gave.
+    pub lsp_files: usize,
+    /// Files whose calls come from syntax (by name, approximate): no server, `--calls syntax`,
+    /// or the server failed for them.
+    pub syntax_files: usize,
+    /// Why files fell back to syntax (the first reason), when they did.
+    pub note: Option<String>,
+    /// True with `--calls lsp` when a configured server was missing or failed: the run is
+    /// complete (with syntax calls there) but did not do what was asked.
+    pub failed: bool,
 }
 
 /// Indexes every file with an analysed language under `paths` (the root when empty): parses on
-/// worker threads, writes in transactions of [`BATCH_FILES`] files, then resolves links by name
-/// and removes files that disappeared. Open editor buffers are analysed in their live text.
+/// worker threads, writes in transactions of [`BATCH_FILES`] files, asks the language servers
+/// for calls (per `options.calls`), then resolves the other links by name and removes files that
+/// disappeared. Open editor buffers are analysed in their live text.
 pub fn index(
     store: &GraphStore,
     workspace: &Workspace,
     documents: &DocumentStore,
+    backends: &Backends,
     paths: &[ResolvedPath],
+    options: &IndexOptions,
 ) -> Result<IndexReport, GraphError> {
     let started = Instant::now();
     let files = walk(workspace, paths);
     let mut report = IndexReport::default();
+    // Languages whose calls a server gives: decided once, before anything is written.
+    let mut languages: BTreeMap<&'static str, (Language, LanguageCalls)> = BTreeMap::new();
+    for (_, language) in &files {
+        languages.entry(language.name()).or_insert_with(|| (*language, calls_plan(backends, *language, options.calls)));
+    }
+    // Files with functions whose language a server serves, with their index in `files`.
+    let mut jobs: Vec<CallsJob> = Vec::new();
+    // Files with functions or methods (the only files with calls), per language.
+    let mut caller_files: BTreeMap<&'static str, usize> = BTreeMap::new();
     let max_bytes = workspace.config().limits.max_file_bytes;
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<FileAnalysis, String>>>> = Mutex::new(vec![None; files.len()]);
@@ -79,6 +124,7 @@ pub fn index(
         // reproducible run to run.
         let mut next_to_write = 0;
         let mut batch: Vec<FileAnalysis> = Vec::new();
+        let served = |language: Language| languages.get(language.name()).is_some_and(|(_, plan)| plan.server.is_some());
         let mut buffered = results.lock().unwrap_or_else(|p| p.into_inner());
         for (idx, result) in receiver.iter() {
             buffered[idx] = Some(result);
@@ -86,7 +132,24 @@ pub fn index(
                 let Some(result) = buffered[next_to_write].take() else { break };
                 next_to_write += 1;
                 match result {
-                    Ok(analysis) => batch.push(analysis),
+                    Ok(analysis) => {
+                        let callers = analysis
+                            .symbols
+                            .iter()
+                            .any(|s| matches!(s.component_type, ComponentType::Function | ComponentType::Method));
+                        if callers {
+                            *caller_files.entry(analysis.language.name()).or_default() += 1;
+                        }
+                        if callers && served(analysis.language) {
+                            let (path, language) = &files[next_to_write - 1];
+                            jobs.push(CallsJob {
+                                relative: path.relative.clone(),
+                                absolute: path.absolute.clone(),
+                                language: *language,
+                            });
+                        }
+                        batch.push(analysis);
+                    }
                     Err(message) => {
                         report.files_skipped += 1;
                         report.error_count += 1;
@@ -105,6 +168,39 @@ pub fn index(
         }
     });
     outcome?;
+    // Calls from the servers, for the files they answer; the others keep their syntax calls.
+    let answered = ask_servers(backends, documents, &jobs, &options.limits, max_bytes);
+    let mut from_server: HashSet<&str> = HashSet::new();
+    store.write(|tx| {
+        let mut targets = CallTargets::new(workspace);
+        for (job, outcome) in jobs.iter().zip(&answered) {
+            let (_, plan) = languages.get_mut(job.language.name()).expect("every job's language is planned");
+            match outcome {
+                Ok(calls) => {
+                    let metadata = lsp_metadata(calls);
+                    for call in &calls.calls {
+                        let caller = targets.component_at(tx, &call.caller_uri, call.caller_line)?;
+                        let callee = targets.component_at(tx, &call.callee_uri, call.callee_line)?;
+                        if let (Some(caller), Some(callee)) = (caller, callee) {
+                            report.counts.relationships +=
+                                link(tx, &caller, &callee, RelationshipType::Calls, &metadata)?;
+                        }
+                    }
+                    plan.lsp_files += 1;
+                    from_server.insert(job.relative.as_str());
+                }
+                Err(NotAnswered::Unavailable(message) | NotAnswered::Failed(message)) => {
+                    plan.failed |= options.calls == CallsMode::Lsp;
+                    if plan.note.is_none() {
+                        plan.note = Some(message.clone());
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    pending
+        .retain(|link| link.relationship_type() != RelationshipType::Calls || !from_server.contains(link.file_path()));
     let seen: HashSet<&str> = files.iter().map(|(p, _)| p.relative.as_str()).collect();
     let roots: Vec<&str> =
         if paths.is_empty() { vec![""] } else { paths.iter().map(|p| p.relative.as_str()).collect() };
@@ -130,8 +226,45 @@ pub fn index(
     let (components, relationships) = store.counts()?;
     report.total_components = components;
     report.total_relationships = relationships;
+    (report.total_calls_lsp, report.total_calls_syntax) = store.calls_by_source()?;
+    report.calls = languages
+        .into_values()
+        .map(|(language, mut plan)| {
+            let callers = caller_files.get(language.name()).copied().unwrap_or(0);
+            plan.syntax_files = callers.saturating_sub(plan.lsp_files);
+            plan
+        })
+        .collect();
     report.elapsed_ms = started.elapsed().as_millis();
     Ok(report)
+}
+
+/// Whether `language`'s calls will come from a server (`server` set) or from syntax (`note`
+/// says why).
+fn calls_plan(backends: &Backends, language: Language, mode: CallsMode) -> LanguageCalls {
+    let mut plan = LanguageCalls {
+        language: language.name(),
+        server: None,
+        lsp_files: 0,
+        syntax_files: 0,
+        note: None,
+        failed: false,
+    };
+    if mode == CallsMode::Syntax {
+        plan.note = Some("--calls syntax".to_owned());
+        return plan;
+    }
+    match backends.spec_for(language) {
+        Ok((spec, _)) => plan.server = Some(spec.name.clone()),
+        Err(BackendError::NoServer { .. }) => {
+            plan.note = Some(format!("no language server is configured for {}", language.name()))
+        }
+        Err(err) => {
+            plan.failed = mode == CallsMode::Lsp;
+            plan.note = Some(err.to_string());
+        }
+    }
+    plan
 }
 
 fn write_batch(

@@ -282,6 +282,25 @@ impl GraphStore {
         })
     }
 
+    /// Analysed `calls` relationships by where they came from: (a language server, syntax).
+    pub fn calls_by_source(&self) -> Result<(usize, usize), GraphError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT json_extract(metadata, '$.source') = 'lsp', count(*) FROM relationships \
+                 WHERE type = 'calls' AND origin = 'analysis' GROUP BY 1",
+            )?;
+            let rows = stmt.query_map([], |row| Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, i64>(1)?)))?;
+            let (mut lsp, mut syntax) = (0, 0);
+            for row in rows {
+                match row? {
+                    (Some(true), n) => lsp += n as usize,
+                    (_, n) => syntax += n as usize,
+                }
+            }
+            Ok((lsp, syntax))
+        })
+    }
+
     /// Counts of components and relationships.
     pub fn counts(&self) -> Result<(usize, usize), GraphError> {
         self.read(|conn| {
