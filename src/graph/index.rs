@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::analyze::{FileAnalysis, analyses, extract};
 use super::apply::{Anchor, ApplyCounts, PendingLink, apply, link, resolve};
 use super::calls::{CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, lsp_metadata};
+use super::source;
 use super::store::GraphStore;
 use super::{ComponentType, GraphError, RelationshipType};
 use crate::backends::{BackendError, Backends};
@@ -92,8 +93,8 @@ pub fn index(
     for (_, language) in &files {
         languages.entry(language.name()).or_insert_with(|| (*language, calls_plan(backends, *language, options.calls)));
     }
-    // Files with functions whose language a server serves, with their index in `files`.
-    let mut jobs: Vec<CallsJob> = Vec::new();
+    // Files with functions whose language a server serves: to ask, or whose calls were kept.
+    let mut work = CallsWork::default();
     // Files with functions or methods (the only files with calls), per language.
     let mut caller_files: BTreeMap<&'static str, usize> = BTreeMap::new();
     let max_bytes = workspace.config().limits.max_file_bytes;
@@ -123,8 +124,8 @@ pub fn index(
         // Write in file order whatever order the workers finish in, so ids and edges are
         // reproducible run to run.
         let mut next_to_write = 0;
-        let mut batch: Vec<FileAnalysis> = Vec::new();
-        let served = |language: Language| languages.get(language.name()).is_some_and(|(_, plan)| plan.server.is_some());
+        let mut batch: Vec<(Option<(CallsJob, String)>, FileAnalysis)> = Vec::new();
+        let server_of = |language: Language| languages.get(language.name()).and_then(|(_, plan)| plan.server.clone());
         let mut buffered = results.lock().unwrap_or_else(|p| p.into_inner());
         for (idx, result) in receiver.iter() {
             buffered[idx] = Some(result);
@@ -140,15 +141,16 @@ pub fn index(
                         if callers {
                             *caller_files.entry(analysis.language.name()).or_default() += 1;
                         }
-                        if callers && served(analysis.language) {
+                        let candidate = server_of(analysis.language).filter(|_| callers).map(|server| {
                             let (path, language) = &files[next_to_write - 1];
-                            jobs.push(CallsJob {
+                            let job = CallsJob {
                                 relative: path.relative.clone(),
                                 absolute: path.absolute.clone(),
                                 language: *language,
-                            });
-                        }
-                        batch.push(analysis);
+                            };
+                            (job, server)
+                        });
+                        batch.push((candidate, analysis));
                     }
                     Err(message) => {
                         report.files_skipped += 1;
@@ -159,18 +161,25 @@ pub fn index(
                     }
                 }
                 if batch.len() >= BATCH_FILES && outcome.is_ok() {
-                    outcome = write_batch(store, &mut batch, &mut report, &mut pending);
+                    outcome = write_batch(store, &mut batch, &mut report, &mut pending, &mut work);
                 }
             }
         }
         if outcome.is_ok() {
-            outcome = write_batch(store, &mut batch, &mut report, &mut pending);
+            outcome = write_batch(store, &mut batch, &mut report, &mut pending, &mut work);
         }
     });
     outcome?;
+    let CallsWork { jobs, kept } = work;
     // Calls from the servers, for the files they answer; the others keep their syntax calls.
     let answered = ask_servers(backends, documents, &jobs, &options.limits, max_bytes);
     let mut from_server: HashSet<&str> = HashSet::new();
+    for (relative, language) in &kept {
+        from_server.insert(relative.as_str());
+        if let Some((_, plan)) = languages.get_mut(language.name()) {
+            plan.lsp_files += 1;
+        }
+    }
     store.write(|tx| {
         let mut targets = CallTargets::new(workspace);
         for (job, outcome) in jobs.iter().zip(&answered) {
@@ -188,6 +197,7 @@ pub fn index(
                     }
                     plan.lsp_files += 1;
                     from_server.insert(job.relative.as_str());
+                    source::set_calls_from(tx, &job.relative, &format!("lsp:{}", calls.server))?;
                 }
                 Err(NotAnswered::Unavailable(message) | NotAnswered::Failed(message)) => {
                     plan.failed |= options.calls == CallsMode::Lsp;
@@ -206,6 +216,11 @@ pub fn index(
         if paths.is_empty() { vec![""] } else { paths.iter().map(|p| p.relative.as_str()).collect() };
     store.write(|tx| {
         report.counts.relationships += resolve(tx, &pending)?;
+        for (job, outcome) in jobs.iter().zip(&answered) {
+            if outcome.is_err() {
+                source::set_calls_from(tx, &job.relative, "syntax")?;
+            }
+        }
         // Files indexed before under these roots that the walk no longer finds.
         let mut stmt =
             tx.prepare_cached("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'")?;
@@ -221,6 +236,7 @@ pub fn index(
                 report.files_removed += 1;
             }
         }
+        source::delete_unused(tx)?;
         Ok(())
     })?;
     let (components, relationships) = store.counts()?;
@@ -267,21 +283,37 @@ fn calls_plan(backends: &Backends, language: Language, mode: CallsMode) -> Langu
     plan
 }
 
+/// Files whose calls a server gives: to ask, or kept from the last run (path, language).
+#[derive(Debug, Default)]
+struct CallsWork {
+    jobs: Vec<CallsJob>,
+    kept: Vec<(String, Language)>,
+}
+
+/// Applies a batch of analyses in one transaction; each file a server would answer for either
+/// kept its calls (unchanged text, same server) or becomes a job.
 fn write_batch(
     store: &GraphStore,
-    batch: &mut Vec<FileAnalysis>,
+    batch: &mut Vec<(Option<(CallsJob, String)>, FileAnalysis)>,
     report: &mut IndexReport,
     pending: &mut Vec<PendingLink>,
+    work: &mut CallsWork,
 ) -> Result<(), GraphError> {
     if batch.is_empty() {
         return Ok(());
     }
     store.write(|tx| {
-        for analysis in batch.iter() {
-            let applied = apply(tx, analysis, Anchor::File)?;
+        for (candidate, analysis) in batch.iter() {
+            let server = candidate.as_ref().map(|(_, server)| server.as_str());
+            let applied = apply(tx, analysis, Anchor::File, server)?;
             report.counts.add(&applied.counts);
             report.files_analyzed += 1;
             pending.extend(applied.pending);
+            match candidate {
+                Some((job, _)) if applied.kept_calls => work.kept.push((job.relative.clone(), job.language)),
+                Some((job, _)) => work.jobs.push(job.clone()),
+                None => {}
+            }
         }
         Ok(())
     })?;

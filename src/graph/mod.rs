@@ -26,9 +26,15 @@ pub mod index;
 pub mod plan;
 mod schema;
 pub mod search;
+mod source;
 mod store;
 
 pub use store::GraphStore;
+
+/// Deletes stored sources no component uses any more (see [`source`]).
+pub(crate) fn delete_unused_sources(conn: &rusqlite::Connection) -> Result<usize, GraphError> {
+    source::delete_unused(conn)
+}
 
 use std::path::PathBuf;
 

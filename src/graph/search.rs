@@ -62,18 +62,17 @@ impl GraphStore {
             let list: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
             format!("AND c.type IN ({})", list.join(", "))
         };
-        let columns: Vec<String> = COMPONENT_COLUMNS.split(", ").map(|c| format!("c.{}", c.trim())).collect();
         let sql = format!(
-            "SELECT {}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
+            "SELECT {COMPONENT_COLUMNS}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
              FROM components_fts JOIN components c ON c.seq = components_fts.rowid \
-             WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2",
-            columns.join(", ")
+             LEFT JOIN sources s ON s.source_seq = c.source_seq \
+             WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map(params_from_iter([rusqlite::types::Value::from(fts), limit.into()]), |row| {
-                let rank: f64 = row.get(16)?;
+                let rank: f64 = row.get(21)?;
                 Ok(SearchHit { component: component_from_row(row)?, score: (-rank * 1e4).round() / 1e4 })
             })?;
             Ok(rows.collect::<Result<_, _>>()?)

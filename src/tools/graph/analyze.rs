@@ -108,8 +108,9 @@ pub fn analyze_code(engine: &Engine, params: AnalyzeCodeParams) -> Result<Analyz
                 (Some(component), Some(prefix)) => Anchor::Component { id: &component.id, key_prefix: prefix },
                 _ => Anchor::File,
             };
-            let applied = apply(tx, &analysis, anchor)?;
+            let applied = apply(tx, &analysis, anchor, None)?;
             let resolved = resolve(tx, &applied.pending)?;
+            crate::graph::delete_unused_sources(tx)?;
             Ok((applied, resolved))
         })
         .map_err(|err| graph_error(err, engine))?;
