@@ -3,7 +3,6 @@
 //! function as MCP.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Subcommand;
 use serde::Serialize;
@@ -205,17 +204,7 @@ fn index(engine: &Engine, paths: &[String], calls: Option<&str>) -> Result<Index
     let mode = CallsMode::parse(mode_name).ok_or_else(|| {
         ToolError::invalid_params(&format!("[graph] calls must be auto, lsp or syntax, not {mode_name:?}"))
     })?;
-    let lsp = engine.backends().config();
-    let options = IndexOptions {
-        calls: mode,
-        limits: LspCallsLimits {
-            file_timeout: Duration::from_millis(config.lsp_file_timeout_ms.max(100)),
-            request_timeout: Duration::from_millis(lsp.request_timeout_ms.max(100)),
-            ready_timeout: Duration::from_millis(lsp.ready_timeout_ms),
-            files_in_flight: config.lsp_files_in_flight.max(1),
-            ..LspCallsLimits::default()
-        },
-    };
+    let options = IndexOptions { calls: mode, limits: LspCallsLimits::from_config(config, engine.backends().config()) };
     let mut resolved = Vec::new();
     for path in paths {
         let path = workspace.resolve(path)?;

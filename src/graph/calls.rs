@@ -36,7 +36,8 @@ use ropey::Rope;
 use rusqlite::Connection;
 use serde_json::json;
 
-use super::GraphError;
+use super::apply::link;
+use super::{GraphError, RelationshipType, source};
 use crate::backends::{BackendError, Backends, LspClient};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{DocumentStore, Language};
@@ -98,6 +99,19 @@ impl Default for LspCallsLimits {
             ready_timeout: Duration::from_secs(20),
             files_in_flight: 4,
             requests_per_file: 4,
+        }
+    }
+}
+
+impl LspCallsLimits {
+    /// The limits `[graph]` and `[lsp]` configure.
+    pub fn from_config(graph: &crate::workspace::GraphConfig, lsp: &crate::workspace::LspConfig) -> LspCallsLimits {
+        LspCallsLimits {
+            file_timeout: Duration::from_millis(graph.lsp_file_timeout_ms.max(100)),
+            request_timeout: Duration::from_millis(lsp.request_timeout_ms.max(100)),
+            ready_timeout: Duration::from_millis(lsp.ready_timeout_ms),
+            files_in_flight: graph.lsp_files_in_flight.max(1),
+            ..LspCallsLimits::default()
         }
     }
 }
@@ -486,6 +500,28 @@ impl<'w> CallTargets<'w> {
             .min_by_key(|(start, end, _)| (end - start, std::cmp::Reverse(*start)))
             .map(|(_, _, id)| id.clone()))
     }
+}
+
+/// Writes the `calls` relationships a server gave for the file `relative` (each end mapped to
+/// its component; calls whose ends are not analysed components are left out) and records that
+/// the file's calls came from that server. Returns the relationships written.
+pub fn write_file_calls(
+    conn: &Connection,
+    targets: &mut CallTargets<'_>,
+    relative: &str,
+    calls: &FileCalls,
+) -> Result<usize, GraphError> {
+    let metadata = lsp_metadata(calls);
+    let mut written = 0;
+    for call in &calls.calls {
+        let caller = targets.component_at(conn, &call.caller_uri, call.caller_line)?;
+        let callee = targets.component_at(conn, &call.callee_uri, call.callee_line)?;
+        if let (Some(caller), Some(callee)) = (caller, callee) {
+            written += link(conn, &caller, &callee, RelationshipType::Calls, &metadata)?;
+        }
+    }
+    source::set_calls_from(conn, relative, &format!("lsp:{}", calls.server))?;
+    Ok(written)
 }
 
 /// The metadata of a relationship a server reported.

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::analyze::{FileAnalysis, analyses, extract};
-use super::apply::{Anchor, ApplyCounts, PendingLink, apply, link, resolve};
-use super::calls::{CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, lsp_metadata};
+use super::apply::{Anchor, ApplyCounts, PendingLink, apply, resolve};
+use super::calls::{CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, write_file_calls};
 use super::source;
 use super::store::GraphStore;
 use super::{ComponentType, GraphError, RelationshipType};
@@ -186,18 +186,9 @@ pub fn index(
             let (_, plan) = languages.get_mut(job.language.name()).expect("every job's language is planned");
             match outcome {
                 Ok(calls) => {
-                    let metadata = lsp_metadata(calls);
-                    for call in &calls.calls {
-                        let caller = targets.component_at(tx, &call.caller_uri, call.caller_line)?;
-                        let callee = targets.component_at(tx, &call.callee_uri, call.callee_line)?;
-                        if let (Some(caller), Some(callee)) = (caller, callee) {
-                            report.counts.relationships +=
-                                link(tx, &caller, &callee, RelationshipType::Calls, &metadata)?;
-                        }
-                    }
+                    report.counts.relationships += write_file_calls(tx, &mut targets, &job.relative, calls)?;
                     plan.lsp_files += 1;
                     from_server.insert(job.relative.as_str());
-                    source::set_calls_from(tx, &job.relative, &format!("lsp:{}", calls.server))?;
                 }
                 Err(NotAnswered::Unavailable(message) | NotAnswered::Failed(message)) => {
                     plan.failed |= options.calls == CallsMode::Lsp;
