@@ -464,8 +464,9 @@ fn name_position(text: &Rope, start: Position, name: &str, encoding: Encoding) -
 pub struct CallTargets<'w> {
     workspace: &'w Workspace,
     paths: HashMap<Url, Option<String>>,
-    /// Per file: (start line, end line, id), 1-based inclusive, files and modules left out.
-    ranges: HashMap<String, Vec<(u32, u32, String)>>,
+    /// Per file: (start line, end line, id, is a function or method), 1-based inclusive, files
+    /// and modules left out.
+    ranges: HashMap<String, Vec<(u32, u32, String, bool)>>,
 }
 
 impl<'w> CallTargets<'w> {
@@ -473,9 +474,15 @@ impl<'w> CallTargets<'w> {
         CallTargets { workspace, paths: HashMap::new(), ranges: HashMap::new() }
     }
 
-    /// The id of the innermost analysed component (not a file or module) of `uri` whose lines
-    /// contain the 0-based `line`.
-    pub fn component_at(&mut self, conn: &Connection, uri: &Url, line: u32) -> Result<Option<String>, GraphError> {
+    /// The id of the innermost analysed component (not a file or module; with `callables_only`,
+    /// a function or method) of `uri` whose lines contain the 0-based `line`.
+    pub fn component_at(
+        &mut self,
+        conn: &Connection,
+        uri: &Url,
+        line: u32,
+        callables_only: bool,
+    ) -> Result<Option<String>, GraphError> {
         let workspace = self.workspace;
         let path = self
             .paths
@@ -485,20 +492,21 @@ impl<'w> CallTargets<'w> {
         let Some(path) = path else { return Ok(None) };
         if !self.ranges.contains_key(&path) {
             let mut stmt = conn.prepare_cached(
-                "SELECT start_line, end_line, id FROM components WHERE file_path = ?1 AND origin = 'analysis' \
-                 AND type NOT IN ('file', 'module') AND start_line IS NOT NULL AND end_line IS NOT NULL",
+                "SELECT start_line, end_line, id, type IN ('function', 'method') FROM components \
+                 WHERE file_path = ?1 AND origin = 'analysis' AND type NOT IN ('file', 'module') \
+                 AND start_line IS NOT NULL AND end_line IS NOT NULL",
             )?;
-            let rows: Vec<(u32, u32, String)> = stmt
-                .query_map([&path], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+            let rows: Vec<(u32, u32, String, bool)> = stmt
+                .query_map([&path], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
                 .collect::<Result<_, _>>()?;
             self.ranges.insert(path.clone(), rows);
         }
         let line = line + 1;
         Ok(self.ranges[&path]
             .iter()
-            .filter(|(start, end, _)| *start <= line && line <= *end)
-            .min_by_key(|(start, end, _)| (end - start, std::cmp::Reverse(*start)))
-            .map(|(_, _, id)| id.clone()))
+            .filter(|(start, end, _, callable)| *start <= line && line <= *end && (*callable || !callables_only))
+            .min_by_key(|(start, end, _, _)| (end - start, std::cmp::Reverse(*start)))
+            .map(|(_, _, id, _)| id.clone()))
     }
 }
 
@@ -512,10 +520,12 @@ pub fn write_file_calls(
     calls: &FileCalls,
 ) -> Result<usize, GraphError> {
     let metadata = lsp_metadata(calls);
+    // A reference's place is any use: only one inside a function or method is a call from it.
+    let callers_only = calls.method == CallsMethod::References;
     let mut written = 0;
     for call in &calls.calls {
-        let caller = targets.component_at(conn, &call.caller_uri, call.caller_line)?;
-        let callee = targets.component_at(conn, &call.callee_uri, call.callee_line)?;
+        let caller = targets.component_at(conn, &call.caller_uri, call.caller_line, callers_only)?;
+        let callee = targets.component_at(conn, &call.callee_uri, call.callee_line, false)?;
         if let (Some(caller), Some(callee)) = (caller, callee) {
             written += link(conn, &caller, &callee, RelationshipType::Calls, &metadata)?;
         }
@@ -543,6 +553,96 @@ mod tests {
         }
         assert_eq!(CallsMode::parse(" LSP "), Some(CallsMode::Lsp));
         assert_eq!(CallsMode::parse("tree-sitter"), None);
+    }
+
+    /// Two analysed Python files; calls as a server would report them, mapped to components.
+    #[test]
+    fn server_locations_map_to_the_innermost_component_by_file_and_line() {
+        use crate::graph::analyze::extract;
+        use crate::graph::apply::{Anchor, apply};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let files = [
+            (
+                "lib/text.py",
+                "def shout(s):\n    return s.upper()\n\n\nclass Box:\n    def put(self, x):\n        return shout(x)\n",
+            ),
+            (
+                "app/main.py",
+                "from lib.text import shout\n\nVALUE = shout('a')\n\n\ndef run():\n    return shout('b')\n",
+            ),
+        ];
+        let store = crate::graph::GraphStore::open(&root.join(".filepuff/graph.db")).unwrap();
+        for (path, text) in files {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+            let parsed = crate::syntax::parse(Language::Python, &Rope::from_str(text)).unwrap();
+            let analysis = extract(&parsed, path);
+            store.write(|tx| apply(tx, &analysis, Anchor::File, None)).unwrap();
+        }
+        let workspace = Workspace::open(&root).unwrap();
+        let uri = |path: &str| Url::from_file_path(root.join(path)).unwrap();
+        let call = |caller: &str, caller_line: u32, callee: &str, callee_line: u32| ServerCall {
+            caller_uri: uri(caller),
+            caller_line,
+            callee_uri: uri(callee),
+            callee_line,
+        };
+        let outside = Url::parse("file:///usr/lib/python3/os.py").unwrap();
+        let calls = |method, calls| FileCalls { server: "pyls".to_owned(), method, calls };
+        let edges = |found: &FileCalls| {
+            store
+                .write(|tx| {
+                    let mut targets = CallTargets::new(&workspace);
+                    write_file_calls(tx, &mut targets, "app/main.py", found)
+                })
+                .unwrap();
+            let mut edges: Vec<(String, String, serde_json::Value)> = Vec::new();
+            for name in ["run", "Box.put", "VALUE"] {
+                let source = store.find_component(name).unwrap();
+                for r in store.relationships_of(&source.id, &[crate::graph::RelationshipType::Calls]).unwrap() {
+                    if r.source_id == source.id {
+                        let target = store.component(&r.target_id).unwrap().unwrap();
+                        edges.push((name.to_owned(), target.qualified_name, r.metadata));
+                    }
+                }
+            }
+            edges
+        };
+        // Call hierarchy: `run` (line 5) calls shout (line 0 of lib/text.py) and something outside
+        // the workspace; `Box.put` (line 5 of lib/text.py, inside class Box) calls shout; a call
+        // of `run` by itself is no edge.
+        let hierarchy = calls(
+            CallsMethod::CallHierarchy,
+            vec![
+                call("app/main.py", 5, "lib/text.py", 0),
+                ServerCall { callee_uri: outside, ..call("app/main.py", 5, "lib/text.py", 3) },
+                call("lib/text.py", 5, "lib/text.py", 0),
+                call("app/main.py", 5, "app/main.py", 6),
+            ],
+        );
+        let lsp = json!({"source": "lsp", "server": "pyls"});
+        assert_eq!(
+            edges(&hierarchy),
+            [("run".to_owned(), "shout".to_owned(), lsp.clone()), ("Box.put".to_owned(), "shout".to_owned(), lsp)]
+        );
+        // References of shout: the one in `run` is a call; the one in VALUE's initialiser is not
+        // inside a function.
+        store.write(|tx| Ok(tx.execute("DELETE FROM relationships WHERE type = 1", [])?)).unwrap();
+        let references = calls(
+            CallsMethod::References,
+            vec![call("app/main.py", 2, "lib/text.py", 0), call("app/main.py", 6, "lib/text.py", 0)],
+        );
+        let via = json!({"source": "lsp", "server": "pyls", "via": "references"});
+        assert_eq!(edges(&references), [("run".to_owned(), "shout".to_owned(), via)]);
+        let kept: Option<String> = store
+            .read(|conn| {
+                Ok(conn.query_row("SELECT calls_from FROM sources WHERE source_key = 'app/main.py'", [], |row| {
+                    row.get(0)
+                })?)
+            })
+            .unwrap();
+        assert_eq!(kept.as_deref(), Some("lsp:pyls"));
     }
 
     #[test]
