@@ -120,7 +120,7 @@ def queries(root: Path) -> tuple[list[str], list[str]]:
 
 
 async def mcp_latencies(root: Path, qs: list[str], wanted: list[str]) -> tuple[list[float], list[float], list[float], list[int]]:
-    params = StdioServerParameters(command=BIN, args=["mcp", "--root", str(root)], cwd=str(root))
+    params = StdioServerParameters(command=BIN, args=["mcp", "--root", str(root), "--toolsets", "core,graph"], cwd=str(root))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
