@@ -41,6 +41,12 @@ pub(crate) const BRIEF_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.type, 
      '' AS code_text, c.file_path, c.start_line, c.end_line, c.language, c.created_at, c.last_modified, c.version, \
      c.metadata, c.origin, NULL, NULL, NULL, NULL, NULL";
 
+/// The same columns with only the code stored inline (manual components' own code; empty for
+/// analysed code, which is left in its source): listings that show a signature.
+pub(crate) const INLINE_CODE_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.type, c.status, c.description, \
+     c.code_text, c.file_path, c.start_line, c.end_line, c.language, c.created_at, c.last_modified, c.version, \
+     c.metadata, c.origin, NULL, NULL, NULL, NULL, NULL";
+
 /// `created_at` of a relationship (Unix milliseconds) as ISO 8601 UTC with milliseconds.
 const RELATIONSHIP_CREATED: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at / 1000.0, 'unixepoch')";
 
