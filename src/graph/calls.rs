@@ -210,10 +210,32 @@ pub fn ask_servers(
         }
     }
     for (client, group) in groups {
-        let limits = limits.clone();
-        let answered = backends.run(async move { ask_one_server(client, group, limits).await });
+        let texts: HashMap<usize, FileToAsk> = group.iter().map(|file| (file.0, file.clone())).collect();
+        let answered = {
+            let (client, limits) = (client.clone(), limits.clone());
+            backends.run(async move { ask_one_server(client, group, limits).await })
+        };
+        // A server that died on the way (a crash, killed for memory) is restarted once, with the
+        // backends' backoff, for the files it did not answer.
+        let mut again = Vec::new();
         for (idx, outcome) in answered {
-            outcomes[idx] = Some(outcome.map_err(NotAnswered::Failed));
+            match outcome {
+                Err((true, _)) if !client.is_alive() => again.push(texts[&idx].clone()),
+                outcome => outcomes[idx] = Some(outcome.map_err(|(_, message)| NotAnswered::Failed(message))),
+            }
+        }
+        let Some(first) = again.first() else { continue };
+        let job = &jobs[first.0];
+        tracing::warn!(server = %client.name, "the server stopped; restarting it for {} file(s)", again.len());
+        let answered = match backends.acquire(&job.absolute, job.language) {
+            Ok(acquired) => {
+                let limits = limits.clone();
+                backends.run(async move { ask_one_server(acquired.client, again, limits).await })
+            }
+            Err(err) => again.into_iter().map(|file| (file.0, Err((false, err.to_string())))).collect(),
+        };
+        for (idx, outcome) in answered {
+            outcomes[idx] = Some(outcome.map_err(|(_, message)| NotAnswered::Failed(message)));
         }
     }
     outcomes.into_iter().map(|o| o.unwrap_or_else(|| Err(NotAnswered::Failed("not asked".to_owned())))).collect()
@@ -222,12 +244,13 @@ pub fn ask_servers(
 /// A job's index, its URI, LSP language id and the text to sync.
 type FileToAsk = (usize, Url, &'static str, Rope);
 
-/// Asks one server about its files, `files_in_flight` at a time.
+/// Asks one server about its files, `files_in_flight` at a time. A failure says whether the
+/// server stopped (`true`) and why.
 async fn ask_one_server(
     client: Arc<LspClient>,
     files: Vec<FileToAsk>,
     limits: LspCallsLimits,
-) -> Vec<(usize, Result<FileCalls, String>)> {
+) -> Vec<(usize, Result<FileCalls, (bool, String)>)> {
     // A server often starts loading its workspace when it sees the first document: let it.
     if let Some((_, uri, language_id, text)) = files.first()
         && client.sync(uri, language_id, text).await.is_ok()
@@ -247,12 +270,15 @@ async fn ask_one_server(
                     tokio::time::timeout(limits.file_timeout, file_calls(&client, &uri, language_id, &text, &limits));
                 let outcome = match asked.await {
                     Ok(Ok(calls)) => Ok(calls),
-                    Ok(Err(err)) => Err(err.to_string()),
-                    Err(_) => Err(format!(
-                        "{} gave no complete answer for {} within {} ms",
-                        client.name,
-                        uri.path(),
-                        started.elapsed().as_millis()
+                    Ok(Err(err)) => Err((matches!(err, BackendError::Crashed { .. }), err.to_string())),
+                    Err(_) => Err((
+                        false,
+                        format!(
+                            "{} gave no complete answer for {} within {} ms",
+                            client.name,
+                            uri.path(),
+                            started.elapsed().as_millis()
+                        ),
                     )),
                 };
                 (idx, outcome)
