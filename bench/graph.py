@@ -9,7 +9,7 @@ directly:
     PATH=$PWD/.tools/bin:$PATH FILEPUFF_BIN=target/release/filepuff .venv/bin/python bench/graph.py
 Corpora (copied to a temporary directory, never written in place):
   go:     $(go env GOROOT)/src/net and src/go (Go standard library, ~600 files; no go.mod, so
-          gopls sees one package per directory and calls into other std packages leave the root)
+          gopls makes an ad-hoc view per directory: --calls lsp only with BENCH_LSP_STDLIB=1)
   x/tools: golang.org/x/tools at the version gopls (.tools/bin) was built from, out of the Go
           module cache (~830 files, a module: calls across its packages resolve)
   python: CPython's standard library without test/ and site-packages (~870 files)
@@ -65,7 +65,9 @@ def corpora(tmp: Path):
     go = tmp / "go"
     for package in ["net", "go"]:
         shutil.copytree(goroot / package, go / package, ignore=shutil.ignore_patterns("testdata"))
-    out = [("Go net + go (stdlib)", go, "*.go", True)]
+    # No go.mod: gopls makes an ad-hoc view per directory (a load per directory, calls into other
+    # std packages leave the root), which is not what a project looks like: --calls lsp on x/tools.
+    out = [("Go net + go (stdlib)", go, "*.go", os.environ.get("BENCH_LSP_STDLIB") == "1")]
     tools = gopls_tools_module()
     if tools:
         copy = tmp / "xtools"
