@@ -7,8 +7,10 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use serde::Serialize;
 
-use super::{EXIT_NO_MATCH, EXIT_OK, print_output, report_error};
+use super::{EXIT_ERROR, EXIT_NO_MATCH, EXIT_OK, print_output, report_error};
 use crate::engine::Engine;
+use crate::graph::calls::{CallsMode, LspCallsLimits};
+use crate::graph::index::IndexOptions;
 use crate::tools::ToolError;
 use crate::tools::graph::{self as graph, render};
 
@@ -29,6 +31,11 @@ pub enum GraphCommand {
     Index {
         /// Files or directories, relative to the root.
         paths: Vec<String>,
+        /// Where `calls` come from: auto (the file's language server when one is installed,
+        /// else syntax), lsp (a configured server that is missing or fails is an error, exit 2),
+        /// syntax (by name, marked approximate; starts no server). Default: [graph] calls, auto.
+        #[arg(long, value_name = "SOURCE", value_parser = ["auto", "lsp", "syntax"])]
+        calls: Option<String>,
     },
     /// Ranked search of the graph (the search_code tool).
     Search {
@@ -69,6 +76,29 @@ struct IndexOutput {
     elapsed_ms: u128,
     errors: Vec<String>,
     error_count: usize,
+    /// `auto`, `lsp` or `syntax`.
+    calls_mode: &'static str,
+    /// Where each language's calls came from in this run.
+    calls: Vec<CallsOutput>,
+    /// `calls` relationships in the graph afterwards, from language servers and from syntax.
+    total_calls_lsp: usize,
+    total_calls_syntax: usize,
+}
+
+/// One language's calls in the `index` result.
+#[derive(Debug, Serialize)]
+struct CallsOutput {
+    language: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server: Option<String>,
+    /// Files (with functions or methods) whose calls the server gave.
+    lsp_files: usize,
+    /// Files whose calls come from syntax, by name (approximate).
+    syntax_files: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed: bool,
 }
 
 fn render_index(output: &IndexOutput) -> String {
@@ -87,6 +117,22 @@ fn render_index(output: &IndexOutput) -> String {
         output.total_components,
         output.total_relationships
     );
+    for calls in output.calls.iter().filter(|c| c.lsp_files + c.syntax_files > 0 || c.failed) {
+        let from_server = match &calls.server {
+            Some(server) => format!("{} file(s) from {server}, ", calls.lsp_files),
+            None => String::new(),
+        };
+        out.push_str(&format!(
+            "calls, {}: {from_server}{} file(s) by name from syntax (approximate){}\n",
+            calls.language,
+            calls.syntax_files,
+            calls.note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        ));
+    }
+    out.push_str(&format!(
+        "calls in the graph: {} from language servers, {} from syntax\n",
+        output.total_calls_lsp, output.total_calls_syntax
+    ));
     for error in &output.errors {
         out.push_str(&format!("skipped: {error}\n"));
     }
@@ -97,10 +143,22 @@ fn render_index(output: &IndexOutput) -> String {
 pub fn run(engine: &Engine, args: GraphArgs) -> ExitCode {
     let json = args.json;
     match args.command {
-        GraphCommand::Index { paths } => match index(engine, &paths) {
+        GraphCommand::Index { paths, calls } => match index(engine, &paths, calls.as_deref()) {
             Ok(output) => {
                 print_output(&output, json, render_index);
-                ExitCode::from(EXIT_OK)
+                let failed: Vec<&CallsOutput> = output.calls.iter().filter(|c| c.failed).collect();
+                if failed.is_empty() {
+                    return ExitCode::from(EXIT_OK);
+                }
+                for calls in failed {
+                    eprintln!(
+                        "filepuff: --calls lsp: {} calls of {} file(s) did not come from its server: {}",
+                        calls.language,
+                        calls.syntax_files,
+                        calls.note.as_deref().unwrap_or("")
+                    );
+                }
+                ExitCode::from(EXIT_ERROR)
             }
             Err(err) => report_error(&err, json),
         },
@@ -139,8 +197,14 @@ fn finish<O: Serialize>(result: Result<O, ToolError>, json: bool, render: fn(&O)
     }
 }
 
-fn index(engine: &Engine, paths: &[String]) -> Result<IndexOutput, ToolError> {
+fn index(engine: &Engine, paths: &[String], calls: Option<&str>) -> Result<IndexOutput, ToolError> {
     let workspace = engine.workspace();
+    let config = &workspace.config().graph;
+    let mode_name = calls.unwrap_or(&config.calls);
+    let mode = CallsMode::parse(mode_name).ok_or_else(|| {
+        ToolError::invalid_params(&format!("[graph] calls must be auto, lsp or syntax, not {mode_name:?}"))
+    })?;
+    let options = IndexOptions { calls: mode, limits: LspCallsLimits::from_config(config, engine.backends().config()) };
     let mut resolved = Vec::new();
     for path in paths {
         let path = workspace.resolve(path)?;
@@ -155,8 +219,9 @@ fn index(engine: &Engine, paths: &[String]) -> Result<IndexOutput, ToolError> {
         resolved.push(path);
     }
     let store = graph_store(engine)?;
-    let report = crate::graph::index::index(&store, workspace, engine.documents(), &resolved)
-        .map_err(|err| crate::tools::graph::graph_error(err, engine))?;
+    let report =
+        crate::graph::index::index(&store, workspace, engine.documents(), engine.backends(), &resolved, &options)
+            .map_err(|err| crate::tools::graph::graph_error(err, engine))?;
     Ok(IndexOutput {
         database: store.path().display().to_string(),
         files_analyzed: report.files_analyzed,
@@ -172,6 +237,21 @@ fn index(engine: &Engine, paths: &[String]) -> Result<IndexOutput, ToolError> {
         elapsed_ms: report.elapsed_ms,
         errors: report.errors,
         error_count: report.error_count,
+        calls_mode: mode.as_str(),
+        calls: report
+            .calls
+            .into_iter()
+            .map(|c| CallsOutput {
+                language: c.language,
+                server: c.server,
+                lsp_files: c.lsp_files,
+                syntax_files: c.syntax_files,
+                note: c.note,
+                failed: c.failed,
+            })
+            .collect(),
+        total_calls_lsp: report.total_calls_lsp,
+        total_calls_syntax: report.total_calls_syntax,
     })
 }
 

@@ -87,6 +87,8 @@ pub struct FileAnalysis {
     pub links: Vec<NamedLink>,
     /// Whether the parser reported syntax errors.
     pub has_syntax_errors: bool,
+    /// The text analysed (symbols' byte ranges are into it).
+    pub source: String,
 }
 
 /// Whether files of `language` are analysed (languages with code declarations; not Markdown,
@@ -123,6 +125,7 @@ pub fn extract(parsed: &ParsedFile, file_path: &str) -> FileAnalysis {
         imports: Vec::new(),
         links: Vec::new(),
         has_syntax_errors: outline::has_syntax_errors(parsed),
+        source: String::new(),
     };
     let symbols = outline::outline(parsed);
     let mut walker = SymbolWalker { text: &text, lines: &lines, language: parsed.language, out: &mut analysis };
@@ -130,6 +133,7 @@ pub fn extract(parsed: &ParsedFile, file_path: &str) -> FileAnalysis {
         walker.add(symbol, None, None, "");
     }
     scan_tree(parsed, &mut analysis);
+    analysis.source = text;
     analysis
 }
 

@@ -14,7 +14,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use super::analyze::{FileAnalysis, NamedLink, SourceRef};
-use super::store::{NOW, dir_of, insert_component, insert_relationship, metadata_text, name_terms};
+use super::source::{self, Stored};
+use super::store::{
+    NOW, SourceSlice, dir_of, fts_replace, insert_component, insert_relationship, metadata_text, name_terms,
+};
 use super::{ComponentType, GraphError, NewComponent, RelationshipType, Status};
 
 /// Counts of one or more applied analyses.
@@ -52,6 +55,17 @@ pub struct PendingLink {
     file_path: String,
 }
 
+impl PendingLink {
+    pub fn relationship_type(&self) -> RelationshipType {
+        self.relationship_type
+    }
+
+    /// The workspace-relative path of the file whose analysis found the link.
+    pub fn file_path(&self) -> &str {
+        &self.file_path
+    }
+}
+
 /// The outcome of [`apply`].
 #[derive(Debug, Clone)]
 pub struct Applied {
@@ -61,6 +75,9 @@ pub struct Applied {
     pub symbol_ids: Vec<String>,
     pub counts: ApplyCounts,
     pub pending: Vec<PendingLink>,
+    /// True when the text was unchanged and its `calls` from the server named in [`apply`]'s
+    /// `keep_calls_from` were kept (nothing to ask the server).
+    pub kept_calls: bool,
 }
 
 /// Where analysed components hang: under a file (the usual case) or under an existing component
@@ -71,9 +88,16 @@ pub enum Anchor<'a> {
     Component { id: &'a str, key_prefix: &'a str },
 }
 
-/// Writes one file's analysis: the file component, its symbols, `contains` and `imports`
-/// relationships; returns the links to resolve by name once every file of the batch is in.
-pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> Result<Applied, GraphError> {
+/// Writes one file's analysis: its text (once, as the source its symbols' code is cut from), the
+/// file component, its symbols, `contains` and `imports` relationships; returns the links to
+/// resolve by name once every file of the batch is in. With `keep_calls_from` (a server name),
+/// a file whose text is unchanged and whose calls came from that server keeps them.
+pub fn apply(
+    conn: &Connection,
+    analysis: &FileAnalysis,
+    anchor: Anchor<'_>,
+    keep_calls_from: Option<&str>,
+) -> Result<Applied, GraphError> {
     let mut counts = ApplyCounts::default();
     let language = analysis.language.name();
     let path = analysis.file_path.as_str();
@@ -90,26 +114,30 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
             if analysis.has_syntax_errors {
                 file.metadata["syntax_errors"] = json!(true);
             }
-            let id = upsert(conn, &file, &format!("file:{path}"), path, &mut counts)?;
+            let id = upsert(conn, &file, &format!("file:{path}"), path, &mut counts, None)?;
             (id, path.to_owned())
         }
         Anchor::Component { id, key_prefix } => (id.to_owned(), key_prefix.to_owned()),
     };
 
+    let stored = source::store(conn, &key_prefix, &analysis.source)?;
+    let kept_calls = stored.unchanged
+        && keep_calls_from.is_some_and(|server| stored.calls_from.as_deref() == Some(&format!("lsp:{server}")));
+
     // This file's symbols have stable keys `prefix::…`: the range [`prefix::`, `prefix:;`) holds
     // exactly those (';' follows ':'), and uses the unique index on stable_key.
     let key_low = format!("{key_prefix}::");
     let key_high = format!("{key_prefix}:;");
-    // Relationships this file's analysis made last time are rebuilt from scratch.
-    // A `contains` edge from a type here to a method in another file (Go) is kept: that file's
-    // analysis made it.
+    // Relationships this file's analysis made last time are rebuilt from scratch (type codes:
+    // `calls` 1, `contains` 3), except kept calls. A `contains` edge from a type here to a
+    // method in another file (Go) is kept: that file's analysis made it.
     conn.prepare_cached(
-        "WITH mine(id) AS (SELECT ?1 UNION SELECT id FROM components WHERE origin = 'analysis' \
-         AND stable_key >= ?2 AND stable_key < ?3) \
-         DELETE FROM relationships WHERE origin = 'analysis' AND source_id IN mine \
-         AND (type != 'contains' OR target_id IN mine)",
+        "WITH mine(seq) AS (SELECT seq FROM components WHERE id = ?1 UNION SELECT seq FROM components \
+         WHERE origin = 'analysis' AND stable_key >= ?2 AND stable_key < ?3) \
+         DELETE FROM relationships WHERE origin = 1 AND source IN mine \
+         AND (type != 3 OR target IN mine) AND (type != 1 OR ?4 = 0)",
     )?
-    .execute(params![file_id, key_low, key_high])?;
+    .execute(params![file_id, key_low, key_high, kept_calls])?;
 
     let mut seen_keys: HashMap<String, usize> = HashMap::new();
     let mut keys = HashSet::new();
@@ -131,7 +159,13 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
         component.end_line = Some(symbol.end_line);
         component.language = Some(language.to_owned());
         component.metadata = json!({ "kind": symbol.kind, "signature": symbol.signature });
-        let id = upsert(conn, &component, &key, &symbol.qualified_name, &mut counts)?;
+        let slice = SourceSlice {
+            source_seq: stored.source_seq,
+            start_byte: symbol.byte_range.start,
+            end_byte: symbol.byte_range.end,
+        };
+        let context = Some((slice, &stored, analysis.source.as_str()));
+        let id = upsert(conn, &component, &key, &symbol.qualified_name, &mut counts, context)?;
         keys.insert(key);
         symbol_ids.push(id);
     }
@@ -200,7 +234,7 @@ pub fn apply(conn: &Connection, analysis: &FileAnalysis, anchor: Anchor<'_>) -> 
             file_path: path.to_owned(),
         });
     }
-    Ok(Applied { file_id, symbol_ids, counts, pending })
+    Ok(Applied { file_id, symbol_ids, counts, pending, kept_calls })
 }
 
 /// Resolves links known by name: for calls from a member, a member of the same container in the
@@ -315,7 +349,7 @@ fn find_by_name(
     Ok(None)
 }
 
-fn link(
+pub(crate) fn link(
     conn: &Connection,
     source: &str,
     target: &str,
@@ -330,60 +364,120 @@ fn link(
     Ok(usize::from(conn.total_changes() > before))
 }
 
-/// id, code_text, description, start_line, end_line, type, metadata of a stored component.
-type StoredRow = (String, String, String, Option<u32>, Option<u32>, String, String);
+/// A stored component as [`upsert`] compares it.
+struct StoredRow {
+    id: String,
+    seq: i64,
+    code_text: String,
+    description: String,
+    start_line: Option<u32>,
+    end_line: Option<u32>,
+    kind: String,
+    metadata: String,
+    slice: Option<SourceSlice>,
+}
 
-/// Inserts or updates the component with `stable_key`; returns its id.
+/// An analysed component's code as a range of the source just stored, that source's previous
+/// state, and its new text.
+type SliceContext<'a> = Option<(SourceSlice, &'a Stored, &'a str)>;
+
+/// Inserts or updates the component with `stable_key`; returns its id. With `context` its code is
+/// stored as a range of its source (and compared with its previous range of the previous text).
 fn upsert(
     conn: &Connection,
     component: &NewComponent,
     stable_key: &str,
     qualified_name: &str,
     counts: &mut ApplyCounts,
+    context: SliceContext<'_>,
 ) -> Result<String, GraphError> {
     let existing: Option<StoredRow> = conn
         .prepare_cached(
-            "SELECT id, code_text, description, start_line, end_line, type, metadata FROM components WHERE stable_key = ?1",
+            "SELECT id, seq, code_text, description, start_line, end_line, type, metadata, source_seq, start_byte, \
+             end_byte FROM components WHERE stable_key = ?1",
         )?
         .query_row([stable_key], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?))
+            let slice =
+                match (row.get::<_, Option<i64>>(8)?, row.get::<_, Option<i64>>(9)?, row.get::<_, Option<i64>>(10)?) {
+                    (Some(source_seq), Some(start), Some(end)) => {
+                        Some(SourceSlice { source_seq, start_byte: start as usize, end_byte: end as usize })
+                    }
+                    _ => None,
+                };
+            Ok(StoredRow {
+                id: row.get(0)?,
+                seq: row.get(1)?,
+                code_text: row.get(2)?,
+                description: row.get(3)?,
+                start_line: row.get(4)?,
+                end_line: row.get(5)?,
+                kind: row.get(6)?,
+                metadata: row.get(7)?,
+                slice,
+            })
         })
         .optional()?;
-    let Some((id, code, description, start, end, kind, metadata)) = existing else {
+    let new_slice = context.map(|(slice, _, _)| slice);
+    let Some(old) = existing else {
         counts.added += 1;
-        return insert_component(conn, component, "analysis", Some((stable_key, qualified_name)));
+        return insert_component(conn, component, "analysis", Some((stable_key, qualified_name)), new_slice);
+    };
+    // The previous code: its range of the previous text (the same text when unchanged), or the
+    // code stored inline (manual edits, stores written before sources existed).
+    let old_code = match (old.slice, context) {
+        (Some(range), Some((_, stored, text))) => {
+            let previous = if stored.unchanged { Some(text) } else { stored.previous_text.as_deref() };
+            previous.map(|text| source::slice(text, range.start_byte, range.end_byte))
+        }
+        (Some(_), None) => None,
+        (None, _) => Some(old.code_text.as_str()),
     };
     let metadata_now = metadata_text(&component.metadata);
-    let content_changed = code != component.code_text || description != component.description;
-    let moved = start != component.start_line
-        || end != component.end_line
-        || kind != component.component_type.as_str()
-        || metadata != metadata_now;
-    if content_changed || moved {
-        let terms =
-            name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+    let content_changed = old_code != Some(component.code_text.as_str()) || old.description != component.description;
+    let kind_changed = old.kind != component.component_type.as_str();
+    let moved = old.start_line != component.start_line
+        || old.end_line != component.end_line
+        || kind_changed
+        || old.metadata != metadata_now;
+    // Only where the code is kept changed (a byte range shifted; inline code, from a store older
+    // than sources, now a range): rewritten without counting as a modification.
+    let relocated = old.slice != new_slice;
+    if content_changed || moved || relocated {
+        let stored_code = if new_slice.is_some() { "" } else { component.code_text.as_str() };
         conn.prepare_cached(&format!(
             "UPDATE components SET code_text = ?2, description = ?3, start_line = ?4, end_line = ?5, type = ?6, \
-             metadata = ?7, name_terms = ?8, language = ?9, last_modified = {NOW}, \
-             version = version + ?10 WHERE id = ?1"
+             metadata = ?7, language = ?8, source_seq = ?9, start_byte = ?10, end_byte = ?11, \
+             last_modified = CASE WHEN ?13 THEN {NOW} ELSE last_modified END, version = version + ?12 WHERE id = ?1"
         ))?
         .execute(params![
-            id,
-            component.code_text,
+            old.id,
+            stored_code,
             component.description,
             component.start_line,
             component.end_line,
             component.component_type.as_str(),
             metadata_now,
-            terms,
             component.language,
+            new_slice.map(|s| s.source_seq),
+            new_slice.map(|s| s.start_byte as i64),
+            new_slice.map(|s| s.end_byte as i64),
             i64::from(content_changed),
+            content_changed || moved,
         ])?;
-        counts.updated += 1;
+        if content_changed || kind_changed {
+            let terms =
+                name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+            fts_replace(conn, old.seq, &terms, &component.description, &component.code_text)?;
+        }
+        if content_changed || moved {
+            counts.updated += 1;
+        } else {
+            counts.unchanged += 1;
+        }
     } else {
         counts.unchanged += 1;
     }
-    Ok(id)
+    Ok(old.id)
 }
 
 /// The module component for an import (created on first use; shared by every importer).
@@ -400,7 +494,7 @@ fn upsert_module(conn: &Connection, module: &str, language: &str) -> Result<Stri
     component.status = Status::Implemented;
     component.language = Some(language.to_owned());
     component.metadata = json!({ "language": language, "imported": true });
-    insert_component(conn, &component, "analysis", Some((&key, module)))
+    insert_component(conn, &component, "analysis", Some((&key, module)), None)
 }
 
 fn file_name(path: &str) -> &str {

@@ -1,16 +1,20 @@
 //! `filepuff graph index`: walk a tree, analyse every parsed file on worker threads, write the
-//! analyses in batches (see [`super::apply`]), then resolve links by name and drop files that
-//! vanished.
+//! analyses in batches (see [`super::apply`]), ask the language servers for the calls of the
+//! files whose language has one (see [`super::calls`]), then resolve the remaining links by name
+//! and drop files that vanished.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::GraphError;
 use super::analyze::{FileAnalysis, analyses, extract};
 use super::apply::{Anchor, ApplyCounts, PendingLink, apply, resolve};
+use super::calls::{CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, write_file_calls};
+use super::source;
 use super::store::GraphStore;
+use super::{ComponentType, GraphError, RelationshipType};
+use crate::backends::{BackendError, Backends};
 use crate::documents::{DocumentStore, Language};
 use crate::workspace::{ResolvedPath, Workspace};
 
@@ -37,20 +41,62 @@ pub struct IndexReport {
     /// The first few failures as `path: message`.
     pub errors: Vec<String>,
     pub error_count: usize,
+    /// Where each language's `calls` came from, in language order.
+    pub calls: Vec<LanguageCalls>,
+    /// `calls` relationships in the store afterwards, by source.
+    pub total_calls_lsp: usize,
+    pub total_calls_syntax: usize,
+}
+
+/// Options of [`index`].
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    pub calls: CallsMode,
+    pub limits: LspCallsLimits,
+}
+
+/// Where one language's `calls` relationships came from in one [`index`] run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageCalls {
+    pub language: &'static str,
+    /// The server asked, when one was.
+    pub server: Option<String>,
+    /// Files whose calls the server gave.
+    pub lsp_files: usize,
+    /// Files whose calls come from syntax (by name, approximate): no server, `--calls syntax`,
+    /// or the server failed for them.
+    pub syntax_files: usize,
+    /// Why files fell back to syntax (the first reason), when they did.
+    pub note: Option<String>,
+    /// True with `--calls lsp` when a configured server was missing or failed: the run is
+    /// complete (with syntax calls there) but did not do what was asked.
+    pub failed: bool,
 }
 
 /// Indexes every file with an analysed language under `paths` (the root when empty): parses on
-/// worker threads, writes in transactions of [`BATCH_FILES`] files, then resolves links by name
-/// and removes files that disappeared. Open editor buffers are analysed in their live text.
+/// worker threads, writes in transactions of [`BATCH_FILES`] files, asks the language servers
+/// for calls (per `options.calls`), then resolves the other links by name and removes files that
+/// disappeared. Open editor buffers are analysed in their live text.
 pub fn index(
     store: &GraphStore,
     workspace: &Workspace,
     documents: &DocumentStore,
+    backends: &Backends,
     paths: &[ResolvedPath],
+    options: &IndexOptions,
 ) -> Result<IndexReport, GraphError> {
     let started = Instant::now();
     let files = walk(workspace, paths);
     let mut report = IndexReport::default();
+    // Languages whose calls a server gives: decided once, before anything is written.
+    let mut languages: BTreeMap<&'static str, (Language, LanguageCalls)> = BTreeMap::new();
+    for (_, language) in &files {
+        languages.entry(language.name()).or_insert_with(|| (*language, calls_plan(backends, *language, options.calls)));
+    }
+    // Files with functions whose language a server serves: to ask, or whose calls were kept.
+    let mut work = CallsWork::default();
+    // Files with functions or methods (the only files with calls), per language.
+    let mut caller_files: BTreeMap<&'static str, usize> = BTreeMap::new();
     let max_bytes = workspace.config().limits.max_file_bytes;
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<FileAnalysis, String>>>> = Mutex::new(vec![None; files.len()]);
@@ -78,7 +124,8 @@ pub fn index(
         // Write in file order whatever order the workers finish in, so ids and edges are
         // reproducible run to run.
         let mut next_to_write = 0;
-        let mut batch: Vec<FileAnalysis> = Vec::new();
+        let mut batch: Vec<(Option<(CallsJob, String)>, FileAnalysis)> = Vec::new();
+        let server_of = |language: Language| languages.get(language.name()).and_then(|(_, plan)| plan.server.clone());
         let mut buffered = results.lock().unwrap_or_else(|p| p.into_inner());
         for (idx, result) in receiver.iter() {
             buffered[idx] = Some(result);
@@ -86,7 +133,25 @@ pub fn index(
                 let Some(result) = buffered[next_to_write].take() else { break };
                 next_to_write += 1;
                 match result {
-                    Ok(analysis) => batch.push(analysis),
+                    Ok(analysis) => {
+                        let callers = analysis
+                            .symbols
+                            .iter()
+                            .any(|s| matches!(s.component_type, ComponentType::Function | ComponentType::Method));
+                        if callers {
+                            *caller_files.entry(analysis.language.name()).or_default() += 1;
+                        }
+                        let candidate = server_of(analysis.language).filter(|_| callers).map(|server| {
+                            let (path, language) = &files[next_to_write - 1];
+                            let job = CallsJob {
+                                relative: path.relative.clone(),
+                                absolute: path.absolute.clone(),
+                                language: *language,
+                            };
+                            (job, server)
+                        });
+                        batch.push((candidate, analysis));
+                    }
                     Err(message) => {
                         report.files_skipped += 1;
                         report.error_count += 1;
@@ -96,20 +161,57 @@ pub fn index(
                     }
                 }
                 if batch.len() >= BATCH_FILES && outcome.is_ok() {
-                    outcome = write_batch(store, &mut batch, &mut report, &mut pending);
+                    outcome = write_batch(store, &mut batch, &mut report, &mut pending, &mut work);
                 }
             }
         }
         if outcome.is_ok() {
-            outcome = write_batch(store, &mut batch, &mut report, &mut pending);
+            outcome = write_batch(store, &mut batch, &mut report, &mut pending, &mut work);
         }
     });
     outcome?;
+    let CallsWork { jobs, kept } = work;
+    // Calls from the servers, for the files they answer; the others keep their syntax calls.
+    let answered = ask_servers(backends, documents, &jobs, &options.limits, max_bytes);
+    let mut from_server: HashSet<&str> = HashSet::new();
+    for (relative, language) in &kept {
+        from_server.insert(relative.as_str());
+        if let Some((_, plan)) = languages.get_mut(language.name()) {
+            plan.lsp_files += 1;
+        }
+    }
+    store.write(|tx| {
+        let mut targets = CallTargets::new(workspace);
+        for (job, outcome) in jobs.iter().zip(&answered) {
+            let (_, plan) = languages.get_mut(job.language.name()).expect("every job's language is planned");
+            match outcome {
+                Ok(calls) => {
+                    report.counts.relationships += write_file_calls(tx, &mut targets, &job.relative, calls)?;
+                    plan.lsp_files += 1;
+                    from_server.insert(job.relative.as_str());
+                }
+                Err(NotAnswered::Unavailable(message) | NotAnswered::Failed(message)) => {
+                    plan.failed |= options.calls == CallsMode::Lsp;
+                    if plan.note.is_none() {
+                        plan.note = Some(message.clone());
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    pending
+        .retain(|link| link.relationship_type() != RelationshipType::Calls || !from_server.contains(link.file_path()));
     let seen: HashSet<&str> = files.iter().map(|(p, _)| p.relative.as_str()).collect();
     let roots: Vec<&str> =
         if paths.is_empty() { vec![""] } else { paths.iter().map(|p| p.relative.as_str()).collect() };
     store.write(|tx| {
         report.counts.relationships += resolve(tx, &pending)?;
+        for (job, outcome) in jobs.iter().zip(&answered) {
+            if outcome.is_err() {
+                source::set_calls_from(tx, &job.relative, "syntax")?;
+            }
+        }
         // Files indexed before under these roots that the walk no longer finds.
         let mut stmt =
             tx.prepare_cached("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'")?;
@@ -125,30 +227,84 @@ pub fn index(
                 report.files_removed += 1;
             }
         }
+        source::delete_unused(tx)?;
         Ok(())
     })?;
     let (components, relationships) = store.counts()?;
     report.total_components = components;
     report.total_relationships = relationships;
+    (report.total_calls_lsp, report.total_calls_syntax) = store.calls_by_source()?;
+    report.calls = languages
+        .into_values()
+        .map(|(language, mut plan)| {
+            let callers = caller_files.get(language.name()).copied().unwrap_or(0);
+            plan.syntax_files = callers.saturating_sub(plan.lsp_files);
+            plan
+        })
+        .collect();
     report.elapsed_ms = started.elapsed().as_millis();
     Ok(report)
 }
 
+/// Whether `language`'s calls will come from a server (`server` set) or from syntax (`note`
+/// says why).
+fn calls_plan(backends: &Backends, language: Language, mode: CallsMode) -> LanguageCalls {
+    let mut plan = LanguageCalls {
+        language: language.name(),
+        server: None,
+        lsp_files: 0,
+        syntax_files: 0,
+        note: None,
+        failed: false,
+    };
+    if mode == CallsMode::Syntax {
+        plan.note = Some("--calls syntax".to_owned());
+        return plan;
+    }
+    match backends.spec_for(language) {
+        Ok((spec, _)) => plan.server = Some(spec.name.clone()),
+        Err(BackendError::NoServer { .. }) => {
+            plan.note = Some(format!("no language server is configured for {}", language.name()))
+        }
+        Err(err) => {
+            plan.failed = mode == CallsMode::Lsp;
+            plan.note = Some(err.to_string());
+        }
+    }
+    plan
+}
+
+/// Files whose calls a server gives: to ask, or kept from the last run (path, language).
+#[derive(Debug, Default)]
+struct CallsWork {
+    jobs: Vec<CallsJob>,
+    kept: Vec<(String, Language)>,
+}
+
+/// Applies a batch of analyses in one transaction; each file a server would answer for either
+/// kept its calls (unchanged text, same server) or becomes a job.
 fn write_batch(
     store: &GraphStore,
-    batch: &mut Vec<FileAnalysis>,
+    batch: &mut Vec<(Option<(CallsJob, String)>, FileAnalysis)>,
     report: &mut IndexReport,
     pending: &mut Vec<PendingLink>,
+    work: &mut CallsWork,
 ) -> Result<(), GraphError> {
     if batch.is_empty() {
         return Ok(());
     }
     store.write(|tx| {
-        for analysis in batch.iter() {
-            let applied = apply(tx, analysis, Anchor::File)?;
+        for (candidate, analysis) in batch.iter() {
+            let server = candidate.as_ref().map(|(_, server)| server.as_str());
+            let applied = apply(tx, analysis, Anchor::File, server)?;
             report.counts.add(&applied.counts);
             report.files_analyzed += 1;
             pending.extend(applied.pending);
+            match candidate {
+                Some((job, _)) if applied.kept_calls => work.kept.push((job.relative.clone(), job.language)),
+                Some((job, _)) => work.jobs.push(job.clone()),
+                None => {}
+            }
         }
         Ok(())
     })?;

@@ -8,6 +8,8 @@
 //! - [`search`]: ranked search (FTS5, BM25) over split names, descriptions and code;
 //! - [`analyze`]: components and relationships extracted from tree-sitter outlines;
 //! - [`apply`]: analyses written with stable ids, links resolved by name;
+//! - [`calls`]: `calls` relationships from language servers (call hierarchy or references),
+//!   mapped back to components by file and line;
 //! - [`index`]: `filepuff graph index`, a walk that analyses every parsed file;
 //! - [`plan`]: breadth-first neighbourhoods, next tasks, topological plans with cycle reports;
 //! - [`budget`]: token counting (tiktoken's `cl100k_base`) for context assembly.
@@ -18,14 +20,21 @@
 pub mod analyze;
 pub mod apply;
 pub mod budget;
+pub mod calls;
 mod doc_text;
 pub mod index;
 pub mod plan;
 mod schema;
 pub mod search;
+mod source;
 mod store;
 
 pub use store::GraphStore;
+
+/// Deletes stored sources no component uses any more (see [`source`]).
+pub(crate) fn delete_unused_sources(conn: &rusqlite::Connection) -> Result<usize, GraphError> {
+    source::delete_unused(conn)
+}
 
 use std::path::PathBuf;
 
@@ -226,7 +235,8 @@ pub struct Relationship {
     pub source_id: String,
     pub target_id: String,
     pub relationship_type: RelationshipType,
-    /// A JSON object; analysis-derived `calls` carry `{"approximate": true, "source": "syntax"}`.
+    /// A JSON object; analysis-derived `calls` carry `{"approximate": true, "source": "syntax"}`
+    /// when found by name, `{"source": "lsp", "server": "gopls"}` when a server gave them.
     pub metadata: serde_json::Value,
     /// `manual` or `analysis`.
     pub origin: String,

@@ -65,7 +65,8 @@ impl GraphStore {
             let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
             let mut queue = VecDeque::from([(id.to_owned(), 0usize)]);
             let mut out = Vec::new();
-            let mut brief = conn.prepare_cached(&format!("SELECT {BRIEF_COLUMNS} FROM components WHERE id = ?1"))?;
+            let mut brief =
+                conn.prepare_cached(&format!("SELECT {BRIEF_COLUMNS} FROM components c WHERE c.id = ?1"))?;
             while let Some((current, level)) = queue.pop_front() {
                 if level >= depth {
                     continue;

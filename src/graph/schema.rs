@@ -78,6 +78,66 @@ const MIGRATIONS: &[&str] = &[
         VALUES (new.seq, new.name_terms, new.description, new.code_text);
     END;
     "#,
+    // 2: compact storage (docs/graph.md "Storage"). Analysed code is kept once per file, deflated,
+    // in `sources` (components point at their byte range) instead of once per component — a
+    // class's code held its methods' code again; the FTS index becomes contentless (filled from
+    // the code the analysis read), so `name_terms` need not be stored; relationships refer to
+    // components by their integer `seq` instead of two 36-byte UUIDs (and are unique on
+    // (source, type, target) over those integers), with type and origin as small integers, the
+    // UUID as 16 bytes, `{}` metadata as NULL and the creation time in Unix milliseconds;
+    // `components_by_status` was never used by a query. Existing rows keep their inline
+    // `code_text` until their file is analysed again.
+    r#"
+    CREATE TABLE sources (
+        source_seq  INTEGER PRIMARY KEY,
+        source_key  TEXT NOT NULL UNIQUE,
+        deflated    BLOB NOT NULL,
+        digest      INTEGER NOT NULL,
+        calls_from  TEXT
+    );
+    ALTER TABLE components ADD COLUMN source_seq INTEGER;
+    ALTER TABLE components ADD COLUMN start_byte INTEGER;
+    ALTER TABLE components ADD COLUMN end_byte INTEGER;
+
+    DROP TRIGGER components_fts_insert;
+    DROP TRIGGER components_fts_delete;
+    DROP TRIGGER components_fts_update;
+    DROP TABLE components_fts;
+    CREATE VIRTUAL TABLE components_fts USING fts5(
+        name_terms, description, code,
+        content = '', contentless_delete = 1, tokenize = 'porter unicode61'
+    );
+    INSERT INTO components_fts(rowid, name_terms, description, code)
+        SELECT seq, name_terms, description, code_text FROM components;
+    CREATE TRIGGER components_fts_delete AFTER DELETE ON components BEGIN
+        DELETE FROM components_fts WHERE rowid = old.seq;
+    END;
+    ALTER TABLE components DROP COLUMN name_terms;
+    DROP INDEX components_by_status;
+
+    CREATE TABLE relationships_v2 (
+        seq         INTEGER PRIMARY KEY,
+        source      INTEGER NOT NULL REFERENCES components(seq) ON DELETE CASCADE,
+        target      INTEGER NOT NULL REFERENCES components(seq) ON DELETE CASCADE,
+        type        INTEGER NOT NULL,
+        uid         BLOB NOT NULL,
+        metadata    TEXT,
+        origin      INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        UNIQUE (source, type, target)
+    );
+    INSERT INTO relationships_v2 (source, target, type, uid, metadata, origin, created_at)
+        SELECT s.seq, t.seq,
+               CASE r.type WHEN 'imports' THEN 0 WHEN 'calls' THEN 1 WHEN 'inherits' THEN 2
+                           WHEN 'contains' THEN 3 WHEN 'depends_on' THEN 4 ELSE 5 END,
+               unhex(replace(r.id, '-', '')), NULLIF(r.metadata, '{}'), r.origin = 'analysis',
+               CAST(round((julianday(r.created_at) - 2440587.5) * 86400000) AS INTEGER)
+        FROM relationships r JOIN components s ON s.id = r.source_id JOIN components t ON t.id = r.target_id
+        ORDER BY r.rowid;
+    DROP TABLE relationships;
+    ALTER TABLE relationships_v2 RENAME TO relationships;
+    CREATE INDEX relationships_by_target ON relationships(target, type);
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -86,8 +146,9 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Outcome of [`migrate`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Migrated {
-    /// The store is at [`SCHEMA_VERSION`] (after running `applied` migrations).
-    Current { applied: usize },
+    /// The store is at [`SCHEMA_VERSION`] (after running `applied` migrations from version
+    /// `from`; 0 is a new store).
+    Current { applied: usize, from: i64 },
     /// The store is newer than this build; nothing was changed.
     TooNew { found: i64 },
 }
@@ -95,7 +156,13 @@ pub enum Migrated {
 /// Brings the schema to [`SCHEMA_VERSION`]. Concurrent openers serialise on the write lock
 /// (`BEGIN IMMEDIATE`) and re-read the version inside it, so each migration runs once.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// [`migrate`], stopping at version `target` (tests build older stores with it).
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<Migrated> {
     let mut applied = 0;
+    let mut from = None;
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -103,9 +170,10 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
         if !(0..=SCHEMA_VERSION).contains(&version) {
             return Ok(Migrated::TooNew { found: version });
         }
-        if version == SCHEMA_VERSION {
+        let from = *from.get_or_insert(version);
+        if version >= target {
             tx.commit()?;
-            return Ok(Migrated::Current { applied });
+            return Ok(Migrated::Current { applied, from });
         }
         let Some(migration) = usize::try_from(version).ok().and_then(|v| MIGRATIONS.get(v)) else {
             return Ok(Migrated::TooNew { found: version });

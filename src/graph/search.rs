@@ -12,7 +12,7 @@
 
 use rusqlite::params_from_iter;
 
-use super::store::{COMPONENT_COLUMNS, GraphStore, component_from_row};
+use super::store::{GraphStore, INLINE_CODE_COLUMNS, component_from_row};
 use super::{Component, ComponentType, GraphError, split_identifier};
 
 /// BM25 weight of a hit in the name column.
@@ -28,6 +28,10 @@ const MAX_TERMS: usize = 64;
 /// One search hit.
 #[derive(Debug, Clone)]
 pub struct SearchHit {
+    /// Without analysed code (`code_text` is empty for it; [`GraphStore::component`] has it):
+    /// results are listed by name, signature and description, and an analysed component's code
+    /// would have to be inflated from its file's source. Code stored with the component (manual
+    /// components) is there.
     pub component: Component,
     /// `-bm25(…)`: higher is better; only comparable within one query.
     pub score: f64,
@@ -62,18 +66,16 @@ impl GraphStore {
             let list: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
             format!("AND c.type IN ({})", list.join(", "))
         };
-        let columns: Vec<String> = COMPONENT_COLUMNS.split(", ").map(|c| format!("c.{}", c.trim())).collect();
         let sql = format!(
-            "SELECT {}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
+            "SELECT {INLINE_CODE_COLUMNS}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
              FROM components_fts JOIN components c ON c.seq = components_fts.rowid \
-             WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2",
-            columns.join(", ")
+             WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map(params_from_iter([rusqlite::types::Value::from(fts), limit.into()]), |row| {
-                let rank: f64 = row.get(16)?;
+                let rank: f64 = row.get(21)?;
                 Ok(SearchHit { component: component_from_row(row)?, score: (-rank * 1e4).round() / 1e4 })
             })?;
             Ok(rows.collect::<Result<_, _>>()?)

@@ -26,13 +26,32 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The SQL expression for "now" as ISO 8601 UTC with milliseconds.
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-/// Columns of a full component row, in [`component_from_row`] order.
-pub(crate) const COMPONENT_COLUMNS: &str = "id, name, qualified_name, type, status, description, code_text, file_path, \
-     start_line, end_line, language, created_at, last_modified, version, metadata, origin";
+/// Columns of a full component row, in [`component_from_row`] order: the stored columns, then
+/// where analysed code lives (its source, deflated, with the source's key and digest, and the
+/// byte range). Select them `FROM` [`COMPONENT_FROM`].
+pub(crate) const COMPONENT_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.type, c.status, c.description, \
+     c.code_text, c.file_path, c.start_line, c.end_line, c.language, c.created_at, c.last_modified, c.version, \
+     c.metadata, c.origin, s.deflated, s.source_seq, s.digest, c.start_byte, c.end_byte";
 
-/// The same columns with `code_text` left out (empty), for listings.
-pub(crate) const BRIEF_COLUMNS: &str = "id, name, qualified_name, type, status, description, '' AS code_text, \
-     file_path, start_line, end_line, language, created_at, last_modified, version, metadata, origin";
+/// The tables [`COMPONENT_COLUMNS`] come from (`c`: components, `s`: their source).
+pub(crate) const COMPONENT_FROM: &str = "components c LEFT JOIN sources s ON s.source_seq = c.source_seq";
+
+/// The same columns with `code_text` left out (empty), for listings; `FROM components c`.
+pub(crate) const BRIEF_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.type, c.status, c.description, \
+     '' AS code_text, c.file_path, c.start_line, c.end_line, c.language, c.created_at, c.last_modified, c.version, \
+     c.metadata, c.origin, NULL, NULL, NULL, NULL, NULL";
+
+/// The same columns with only the code stored inline (manual components' own code; empty for
+/// analysed code, which is left in its source): listings that show a signature.
+pub(crate) const INLINE_CODE_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.type, c.status, c.description, \
+     c.code_text, c.file_path, c.start_line, c.end_line, c.language, c.created_at, c.last_modified, c.version, \
+     c.metadata, c.origin, NULL, NULL, NULL, NULL, NULL";
+
+/// `created_at` of a relationship (Unix milliseconds) as ISO 8601 UTC with milliseconds.
+const RELATIONSHIP_CREATED: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at / 1000.0, 'unixepoch')";
+
+/// Unix milliseconds now, as SQL.
+const NOW_MS: &str = "CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)";
 
 /// The graph database of one workspace.
 #[derive(Debug)]
@@ -62,6 +81,12 @@ impl GraphStore {
         conn.pragma_update(None, "cache_size", -32_768).map_err(|err| open_error(err.to_string()))?;
         conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(|err| open_error(err.to_string()))?;
         match schema::migrate(&mut conn).map_err(|err| open_error(err.to_string()))? {
+            // A store written by an older filepuff was rewritten more compactly: give the freed
+            // pages back to the file system (once; VACUUM needs no other writer meanwhile and
+            // waits for one up to the busy timeout).
+            Migrated::Current { applied, from } if applied > 0 && from > 0 => {
+                conn.execute_batch("VACUUM").map_err(|err| open_error(err.to_string()))?;
+            }
             Migrated::Current { .. } => {}
             Migrated::TooNew { found } => {
                 return Err(GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
@@ -93,7 +118,7 @@ impl GraphStore {
 
     /// Adds a component; returns its new id. Its first status goes into the history.
     pub fn add_component(&self, component: &NewComponent) -> Result<String, GraphError> {
-        self.write(|tx| insert_component(tx, component, "manual", None))
+        self.write(|tx| insert_component(tx, component, "manual", None, None))
     }
 
     /// Changes a component's code, description and/or status and bumps its version (once,
@@ -103,16 +128,34 @@ impl GraphStore {
     pub fn update_component(&self, id: &str, changes: &ComponentChanges, notes: &str) -> Result<Component, GraphError> {
         self.write(|tx| {
             let current = component_by_id(tx, id)?.ok_or_else(|| not_found(id))?;
-            let code_text = changes.code_text.as_deref().unwrap_or(&current.code_text);
             let description = changes.description.as_deref().unwrap_or(&current.description);
             let status = changes.status.unwrap_or(current.status);
             tx.execute(
                 &format!(
-                    "UPDATE components SET code_text = ?2, description = ?3, status = ?4, version = version + 1, \
+                    "UPDATE components SET description = ?2, status = ?3, version = version + 1, \
                      last_modified = {NOW} WHERE id = ?1"
                 ),
-                params![id, code_text, description, status.as_str()],
+                params![id, description, status.as_str()],
             )?;
+            // New code is the component's own from now on (no longer a range of its source).
+            if let Some(code_text) = &changes.code_text {
+                tx.execute(
+                    "UPDATE components SET code_text = ?2, source_seq = NULL, start_byte = NULL, end_byte = NULL \
+                     WHERE id = ?1",
+                    params![id, code_text],
+                )?;
+            }
+            if changes.code_text.is_some() || changes.description.is_some() {
+                let code_text = changes.code_text.as_deref().unwrap_or(&current.code_text);
+                let seq = seq_of(tx, id)?.ok_or_else(|| not_found(id))?;
+                let terms = name_terms(
+                    &current.name,
+                    &current.qualified_name,
+                    current.file_path.as_deref(),
+                    current.component_type,
+                );
+                fts_replace(tx, seq, &terms, description, code_text)?;
+            }
             if status != current.status {
                 record_status(tx, id, Some(current.status), status, notes)?;
             }
@@ -153,9 +196,10 @@ impl GraphStore {
             if let Some(component) = component_by_id(conn, identifier)? {
                 return Ok(component);
             }
-            for condition in ["name = ?1", "qualified_name = ?1", "name = ?1 COLLATE NOCASE"] {
+            for condition in ["c.name = ?1", "c.qualified_name = ?1", "c.name = ?1 COLLATE NOCASE"] {
                 let sql = format!(
-                    "SELECT {COMPONENT_COLUMNS} FROM components WHERE {condition} ORDER BY file_path, start_line, seq LIMIT 21"
+                    "SELECT {COMPONENT_COLUMNS} FROM {COMPONENT_FROM} WHERE {condition} \
+                     ORDER BY c.file_path, c.start_line, c.seq LIMIT 21"
                 );
                 let mut stmt = conn.prepare_cached(&sql)?;
                 let found: Vec<Component> =
@@ -192,16 +236,20 @@ impl GraphStore {
                     return Err(not_found(id));
                 }
             }
-            let existing: Option<String> = tx
+            let existing: Option<(i64, Vec<u8>)> = tx
                 .query_row(
-                    "SELECT id FROM relationships WHERE source_id = ?1 AND target_id = ?2 AND type = ?3",
-                    params![source_id, target_id, relationship_type.as_str()],
-                    |row| row.get(0),
+                    "SELECT r.seq, r.uid FROM relationships r WHERE r.source = (SELECT seq FROM components WHERE id = ?1) \
+                     AND r.type = ?3 AND r.target = (SELECT seq FROM components WHERE id = ?2)",
+                    params![source_id, target_id, type_code(relationship_type)],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()?;
-            if let Some(id) = existing {
-                tx.execute("UPDATE relationships SET metadata = ?2 WHERE id = ?1", params![id, metadata.to_string()])?;
-                return Ok((id, false));
+            if let Some((seq, uid)) = existing {
+                tx.execute(
+                    "UPDATE relationships SET metadata = ?2 WHERE seq = ?1",
+                    params![seq, stored_metadata(metadata)],
+                )?;
+                return Ok((uuid_text(&uid), false));
             }
             let id = insert_relationship(tx, source_id, target_id, relationship_type, metadata, "manual")?;
             Ok((id, true))
@@ -239,7 +287,7 @@ impl GraphStore {
     pub fn all_components_brief(&self) -> Result<Vec<Component>, GraphError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {BRIEF_COLUMNS} FROM components ORDER BY file_path IS NULL, file_path, start_line, seq"
+                "SELECT {BRIEF_COLUMNS} FROM components c ORDER BY c.file_path IS NULL, c.file_path, c.start_line, c.seq"
             ))?;
             Ok(stmt.query_map([], component_from_row)?.collect::<Result<_, _>>()?)
         })
@@ -248,16 +296,15 @@ impl GraphStore {
     /// Every relationship (source, target, type), for planning.
     pub fn all_edges(&self) -> Result<Vec<(String, String, RelationshipType)>, GraphError> {
         self.read(|conn| {
-            let mut stmt =
-                conn.prepare_cached("SELECT source_id, target_id, type FROM relationships ORDER BY rowid")?;
-            let rows = stmt.query_map([], |row| {
-                let kind: String = row.get(2)?;
-                Ok((row.get(0)?, row.get(1)?, kind))
-            })?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT s.id, t.id, r.type FROM relationships r JOIN components s ON s.seq = r.source \
+                 JOIN components t ON t.seq = r.target ORDER BY r.seq",
+            )?;
+            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)?)))?;
             let mut out = Vec::new();
             for row in rows {
                 let (source, target, kind) = row?;
-                if let Some(kind) = RelationshipType::parse(&kind) {
+                if let Some(kind) = type_of_code(kind) {
                     out.push((source, target, kind));
                 }
             }
@@ -269,7 +316,8 @@ impl GraphStore {
     pub fn code_lines(&self) -> Result<std::collections::HashMap<String, usize>, GraphError> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT id, length(code_text) - length(replace(code_text, char(10), '')) + (code_text != '') \
+                "SELECT id, CASE WHEN source_seq IS NOT NULL THEN end_line - start_line + 1 \
+                 ELSE length(code_text) - length(replace(code_text, char(10), '')) + (code_text != '') END \
                  FROM components",
             )?;
             let rows = stmt.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
@@ -279,6 +327,25 @@ impl GraphStore {
                 out.insert(id, usize::try_from(len).unwrap_or(0));
             }
             Ok(out)
+        })
+    }
+
+    /// Analysed `calls` relationships by where they came from: (a language server, syntax).
+    pub fn calls_by_source(&self) -> Result<(usize, usize), GraphError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT json_extract(metadata, '$.source') = 'lsp', count(*) FROM relationships \
+                 WHERE type = 1 AND origin = 1 GROUP BY 1",
+            )?;
+            let rows = stmt.query_map([], |row| Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, i64>(1)?)))?;
+            let (mut lsp, mut syntax) = (0, 0);
+            for row in rows {
+                match row? {
+                    (Some(true), n) => lsp += n as usize,
+                    (_, n) => syntax += n as usize,
+                }
+            }
+            Ok((lsp, syntax))
         })
     }
 
@@ -298,21 +365,75 @@ fn not_found(identifier: &str) -> GraphError {
 
 fn count_named(conn: &Connection, condition: &str, identifier: &str) -> Result<usize, GraphError> {
     let count: i64 =
-        conn.query_row(&format!("SELECT count(*) FROM components WHERE {condition}"), [identifier], |row| row.get(0))?;
+        conn.query_row(&format!("SELECT count(*) FROM components c WHERE {condition}"), [identifier], |row| {
+            row.get(0)
+        })?;
     Ok(count as usize)
+}
+
+/// 16 random bytes with the UUID v4 version and variant bits set.
+pub(crate) fn new_uid(conn: &Connection) -> Result<[u8; 16], GraphError> {
+    let random: Vec<u8> = conn.prepare_cached("SELECT randomblob(16)")?.query_row([], |row| row.get(0))?;
+    let mut bytes: [u8; 16] = random
+        .try_into()
+        .map_err(|_| GraphError::Storage { message: "randomblob returned an unexpected length".to_owned() })?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    Ok(bytes)
 }
 
 /// A new random id in UUID v4 form.
 pub(crate) fn new_id(conn: &Connection) -> Result<String, GraphError> {
-    let hex: String = conn.prepare_cached("SELECT lower(hex(randomblob(16)))")?.query_row([], |row| row.get(0))?;
-    let mut chars: Vec<char> = hex.chars().collect();
-    if chars.len() != 32 {
-        return Err(GraphError::Storage { message: "randomblob returned an unexpected length".to_owned() });
+    Ok(uuid_text(&new_uid(conn)?))
+}
+
+/// 16 bytes as a lower-case UUID (`8-4-4-4-12` hex digits).
+pub(crate) fn uuid_text(bytes: &[u8]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    if hex.len() != 32 {
+        return hex;
     }
-    chars[12] = '4';
-    chars[16] = ['8', '9', 'a', 'b'][chars[16].to_digit(16).unwrap_or(0) as usize % 4];
-    let hex: String = chars.into_iter().collect();
-    Ok(format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32]))
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// How a relationship type is stored (its index in [`RelationshipType::ALL`]).
+pub(crate) fn type_code(kind: RelationshipType) -> i64 {
+    RelationshipType::ALL.iter().position(|k| *k == kind).unwrap_or(0) as i64
+}
+
+/// The relationship type stored as `code`.
+pub(crate) fn type_of_code(code: i64) -> Option<RelationshipType> {
+    usize::try_from(code).ok().and_then(|idx| RelationshipType::ALL.get(idx).copied())
+}
+
+/// How an origin is stored: 1 for `analysis`, 0 for `manual`.
+fn origin_code(origin: &str) -> i64 {
+    i64::from(origin == "analysis")
+}
+
+/// Relationship metadata as stored: its JSON text, NULL for `{}`.
+fn stored_metadata(metadata: &Value) -> Option<String> {
+    let text = metadata_text(metadata);
+    (text != "{}").then_some(text)
+}
+
+/// A component's `seq` (the integer relationships and the search index refer to it by).
+pub(crate) fn seq_of(conn: &Connection, id: &str) -> Result<Option<i64>, GraphError> {
+    Ok(conn.prepare_cached("SELECT seq FROM components WHERE id = ?1")?.query_row([id], |row| row.get(0)).optional()?)
+}
+
+/// Makes the search index hold `terms`, `description` and `code` for the component `seq`.
+pub(crate) fn fts_replace(
+    conn: &Connection,
+    seq: i64,
+    terms: &str,
+    description: &str,
+    code: &str,
+) -> Result<(), GraphError> {
+    conn.prepare_cached("DELETE FROM components_fts WHERE rowid = ?1")?.execute([seq])?;
+    conn.prepare_cached("INSERT INTO components_fts (rowid, name_terms, description, code) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![seq, terms, description, code])?;
+    Ok(())
 }
 
 /// The words FTS indexes for a component's name column: the name, its qualified name, their
@@ -341,22 +462,36 @@ pub(crate) fn dir_of(file_path: &str) -> &str {
     file_path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-/// Inserts a component with a fresh id (and, for analysed code, its stable key) and, for manual
-/// components, records its first status. Returns the id.
+/// Where an analysed component's code is: a byte range of a stored source (see
+/// [`super::source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SourceSlice {
+    pub source_seq: i64,
+    pub start_byte: usize,
+    pub end_byte: usize,
+}
+
+/// Inserts a component with a fresh id (and, for analysed code, its stable key), indexes it for
+/// search and, for manual components, records its first status. With `slice`, the code is
+/// stored as that range of a source (`component.code_text` is what the range holds, and is what
+/// gets indexed). Returns the id.
 pub(crate) fn insert_component(
     tx: &Connection,
     component: &NewComponent,
     origin: &str,
     key: Option<(&str, &str)>,
+    slice: Option<SourceSlice>,
 ) -> Result<String, GraphError> {
     let id = new_id(tx)?;
     let (stable_key, qualified_name) = key.unwrap_or(("", &component.name));
     let stable_key = (!stable_key.is_empty()).then_some(stable_key);
     let terms = name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
+    let stored_code = if slice.is_some() { "" } else { component.code_text.as_str() };
     tx.prepare_cached(&format!(
         "INSERT INTO components (id, name, qualified_name, type, status, description, code_text, file_path, dir, \
-         start_line, end_line, language, created_at, last_modified, version, metadata, origin, stable_key, name_terms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW}, 1, ?13, ?14, ?15, ?16)"
+         start_line, end_line, language, created_at, last_modified, version, metadata, origin, stable_key, \
+         source_seq, start_byte, end_byte) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW}, 1, ?13, ?14, ?15, ?16, ?17, ?18)"
     ))?
     .execute(params![
         id,
@@ -365,7 +500,7 @@ pub(crate) fn insert_component(
         component.component_type.as_str(),
         component.status.as_str(),
         component.description,
-        component.code_text,
+        stored_code,
         component.file_path,
         component.file_path.as_deref().map(dir_of),
         component.start_line,
@@ -374,8 +509,11 @@ pub(crate) fn insert_component(
         metadata_text(&component.metadata),
         origin,
         stable_key,
-        terms,
+        slice.map(|s| s.source_seq),
+        slice.map(|s| s.start_byte as i64),
+        slice.map(|s| s.end_byte as i64),
     ])?;
+    fts_replace(tx, tx.last_insert_rowid(), &terms, &component.description, &component.code_text)?;
     // Analysed components start implemented with no history entry (tens of thousands of
     // "created" rows would say nothing); the history starts with the first real change.
     if origin != "analysis" {
@@ -393,8 +531,8 @@ pub(crate) fn metadata_text(metadata: &Value) -> String {
     }
 }
 
-/// Inserts a relationship with a fresh id; the caller made sure no duplicate exists (or uses
-/// `INSERT OR IGNORE` semantics through the unique index).
+/// Inserts a relationship with a fresh id unless one with the same source, type and target
+/// exists (then nothing changes). Returns the new id (unused when nothing was inserted).
 pub(crate) fn insert_relationship(
     tx: &Connection,
     source_id: &str,
@@ -403,13 +541,21 @@ pub(crate) fn insert_relationship(
     metadata: &Value,
     origin: &str,
 ) -> Result<String, GraphError> {
-    let id = new_id(tx)?;
+    let uid = new_uid(tx)?;
     tx.prepare_cached(&format!(
-        "INSERT OR IGNORE INTO relationships (id, source_id, target_id, type, metadata, origin, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
+        "INSERT OR IGNORE INTO relationships (source, target, type, uid, metadata, origin, created_at) \
+         SELECT s.seq, t.seq, ?3, ?4, ?5, ?6, {NOW_MS} FROM components s, components t \
+         WHERE s.id = ?1 AND t.id = ?2"
     ))?
-    .execute(params![id, source_id, target_id, relationship_type.as_str(), metadata_text(metadata), origin])?;
-    Ok(id)
+    .execute(params![
+        source_id,
+        target_id,
+        type_code(relationship_type),
+        uid.as_slice(),
+        stored_metadata(metadata),
+        origin_code(origin)
+    ])?;
+    Ok(uuid_text(&uid))
 }
 
 pub(crate) fn record_status(
@@ -427,7 +573,7 @@ pub(crate) fn record_status(
 }
 
 pub(crate) fn component_by_id(conn: &Connection, id: &str) -> Result<Option<Component>, GraphError> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COMPONENT_COLUMNS} FROM components WHERE id = ?1"))?;
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COMPONENT_COLUMNS} FROM {COMPONENT_FROM} WHERE c.id = ?1"))?;
     Ok(stmt.query_row([id], component_from_row).optional()?)
 }
 
@@ -436,23 +582,28 @@ pub(crate) fn relationships_touching(
     id: &str,
     types: &[RelationshipType],
 ) -> Result<Vec<Relationship>, GraphError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, source_id, target_id, type, metadata, origin, created_at, rowid AS r FROM relationships \
-         WHERE source_id = ?1 UNION ALL \
-         SELECT id, source_id, target_id, type, metadata, origin, created_at, rowid AS r FROM relationships \
-         WHERE target_id = ?1 AND source_id != ?1 ORDER BY r",
-    )?;
-    let rows = stmt.query_map([id], |row| {
-        let kind: String = row.get(3)?;
-        let metadata: String = row.get(4)?;
+    let Some(seq) = seq_of(conn, id)? else { return Ok(Vec::new()) };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {RELATIONSHIP_CREATED}, r.seq AS n \
+         FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
+         WHERE r.source = ?1 UNION ALL \
+         SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {RELATIONSHIP_CREATED}, r.seq AS n \
+         FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
+         WHERE r.target = ?1 AND r.source != ?1 ORDER BY n"
+    ))?;
+    let rows = stmt.query_map([seq], |row| {
+        let uid: Vec<u8> = row.get(0)?;
+        let kind: i64 = row.get(3)?;
+        let metadata: Option<String> = row.get(4)?;
+        let origin: i64 = row.get(5)?;
         Ok((
             Relationship {
-                id: row.get(0)?,
+                id: uuid_text(&uid),
                 source_id: row.get(1)?,
                 target_id: row.get(2)?,
                 relationship_type: RelationshipType::Contains,
-                metadata: serde_json::from_str(&metadata).unwrap_or_else(|_| serde_json::json!({})),
-                origin: row.get(5)?,
+                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_else(|| serde_json::json!({})),
+                origin: if origin == 1 { "analysis" } else { "manual" }.to_owned(),
                 created_at: row.get(6)?,
             },
             kind,
@@ -461,7 +612,7 @@ pub(crate) fn relationships_touching(
     let mut out = Vec::new();
     for row in rows {
         let (mut relationship, kind) = row?;
-        let Some(kind) = RelationshipType::parse(&kind) else { continue };
+        let Some(kind) = type_of_code(kind) else { continue };
         if !types.is_empty() && !types.contains(&kind) {
             continue;
         }
@@ -471,11 +622,24 @@ pub(crate) fn relationships_touching(
     Ok(out)
 }
 
-/// Reads a row selected with [`COMPONENT_COLUMNS`] or [`BRIEF_COLUMNS`].
+/// Reads a row selected with [`COMPONENT_COLUMNS`] or [`BRIEF_COLUMNS`]. Analysed code that is a
+/// range of a stored source is cut out of it (the source inflated once per process and digest,
+/// see [`super::source::cached_text`]).
 pub(crate) fn component_from_row(row: &Row<'_>) -> rusqlite::Result<Component> {
     let kind: String = row.get(3)?;
     let status: String = row.get(4)?;
     let metadata: String = row.get(14)?;
+    let mut code_text: String = row.get(6)?;
+    let deflated: Option<Vec<u8>> = row.get(16)?;
+    if let (Some(deflated), Some(source_seq), Some(digest)) =
+        (deflated, row.get::<_, Option<i64>>(17)?, row.get::<_, Option<i64>>(18)?)
+    {
+        let (start, end): (Option<i64>, Option<i64>) = (row.get(19)?, row.get(20)?);
+        if let (Some(start), Some(end)) = (start, end) {
+            let text = super::source::cached_text(source_seq, digest, &deflated);
+            code_text = super::source::slice(&text, start as usize, end as usize).to_owned();
+        }
+    }
     Ok(Component {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -483,7 +647,7 @@ pub(crate) fn component_from_row(row: &Row<'_>) -> rusqlite::Result<Component> {
         component_type: ComponentType::parse(&kind).unwrap_or(ComponentType::Variable),
         status: Status::parse(&status).unwrap_or(Status::Planned),
         description: row.get(5)?,
-        code_text: row.get(6)?,
+        code_text,
         file_path: row.get(7)?,
         start_line: row.get(8)?,
         end_line: row.get(9)?,

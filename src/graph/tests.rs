@@ -261,7 +261,7 @@ fn reanalysis_updates_in_place_and_removes_what_vanished() {
         let analysis = extract(&parsed(Language::Python, text), "pkg/mod.py");
         store
             .write(|tx| {
-                let applied = apply(tx, &analysis, Anchor::File)?;
+                let applied = apply(tx, &analysis, Anchor::File, None)?;
                 let resolved = resolve(tx, &applied.pending)?;
                 Ok((applied, resolved))
             })
@@ -297,7 +297,7 @@ fn calls_from_a_member_prefer_members_of_the_same_class() {
     let analysis = extract(&parsed(Language::Python, text), "two.py");
     store
         .write(|tx| {
-            let applied = apply(tx, &analysis, Anchor::File)?;
+            let applied = apply(tx, &analysis, Anchor::File, None)?;
             resolve(tx, &applied.pending)
         })
         .unwrap();
@@ -324,8 +324,8 @@ fn go_methods_are_contained_by_their_receiver_type_across_files() {
     assert_eq!(types.symbols[0].description, "Shape is a shape.");
     store
         .write(|tx| {
-            let mut pending = apply(tx, &types, Anchor::File)?.pending;
-            pending.extend(apply(tx, &methods, Anchor::File)?.pending);
+            let mut pending = apply(tx, &types, Anchor::File, None)?.pending;
+            pending.extend(apply(tx, &methods, Anchor::File, None)?.pending);
             resolve(tx, &pending)
         })
         .unwrap();
@@ -390,4 +390,111 @@ fn token_counts_are_real_bpe_counts() {
     let code = "fn main() { println!(\"hi\"); }";
     let n = budget::count_tokens(code);
     assert!(n > 5 && n < code.len(), "{n}");
+}
+
+#[test]
+fn analysed_code_is_read_back_from_its_file_source_and_kept_calls_survive_unchanged_text() {
+    let (_dir, store) = temp_store();
+    let write = |text: &str, keep: Option<&str>| {
+        let analysis = extract(&parsed(Language::Python, text), "pkg/mod.py");
+        store.write(|tx| apply(tx, &analysis, Anchor::File, keep)).unwrap()
+    };
+    let first = write(PY_V1, Some("basedpyright"));
+    assert!(!first.kept_calls, "nothing came from a server yet");
+    let child = store.find_component("Child").unwrap();
+    let run = store.find_component("Child.run").unwrap();
+    // The class's code holds its method's; each is its own range of the one stored text.
+    assert!(child.code_text.starts_with("class Child(Base):") && child.code_text.contains(&run.code_text));
+    assert!(run.code_text.starts_with("def run(self):"));
+    let (stored_code, sources): (i64, i64) = store
+        .read(|conn| {
+            Ok(conn.query_row(
+                "SELECT (SELECT sum(length(code_text)) FROM components), (SELECT count(*) FROM sources)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?)
+        })
+        .unwrap();
+    assert_eq!((stored_code, sources), (0, 1));
+    assert_eq!(store.search("getcwd", &[], 5).unwrap()[0].component.name, "helper", "code is still searched");
+
+    store.write(|tx| super::source::set_calls_from(tx, "pkg/mod.py", "lsp:basedpyright")).unwrap();
+    assert!(write(PY_V1, Some("basedpyright")).kept_calls);
+    assert!(!write(PY_V1, Some("pyright")).kept_calls, "another server's calls are not kept");
+    store.write(|tx| super::source::set_calls_from(tx, "pkg/mod.py", "lsp:basedpyright")).unwrap();
+    let changed = PY_V1.replace("return os.getcwd()", "return os.getcwd() + '/'");
+    let third = write(&changed, Some("basedpyright"));
+    assert!(!third.kept_calls, "changed text is asked about again");
+    assert_eq!(third.counts.updated, 1, "helper changed");
+    assert!(store.find_component("helper").unwrap().code_text.ends_with("+ '/'"));
+    assert_eq!(store.find_component("Child.run").unwrap().code_text, run.code_text);
+}
+
+#[test]
+fn a_store_of_schema_version_1_migrates_without_losing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("graph.db");
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        schema::migrate_to(&mut conn, 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO components (id, name, qualified_name, type, status, description, code_text, file_path, dir, \
+             start_line, end_line, language, created_at, last_modified, version, metadata, origin, stable_key, name_terms) \
+             VALUES \
+             ('11111111-1111-4111-8111-111111111111', 'parse', 'parse', 'function', 'partial', 'Parses tokens', \
+              'def parse(): return lexer()', 'a.py', '', 1, 1, 'python', '2026-01-01T00:00:00.000Z', \
+              '2026-01-02T00:00:00.000Z', 3, '{\"kind\":\"function\"}', 'analysis', 'a.py::parse', 'parse'), \
+             ('22222222-2222-4222-8222-222222222222', 'lexer', 'lexer', 'function', 'planned', '', '', NULL, NULL, \
+              NULL, NULL, NULL, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1, '{}', 'manual', NULL, 'lexer'); \
+             INSERT INTO relationships (id, source_id, target_id, type, metadata, origin, created_at) VALUES \
+             ('33333333-3333-4333-8333-333333333333', '11111111-1111-4111-8111-111111111111', \
+              '22222222-2222-4222-8222-222222222222', 'calls', '{\"approximate\":true,\"source\":\"syntax\"}', \
+              'analysis', '2026-01-03T04:05:06.789Z'), \
+             ('44444444-4444-4444-8444-444444444444', '22222222-2222-4222-8222-222222222222', \
+              '11111111-1111-4111-8111-111111111111', 'depends_on', '{}', 'manual', '2026-01-04T00:00:00.000Z');",
+        )
+        .unwrap();
+    }
+    let store = GraphStore::open(&path).unwrap();
+    let parse = store.component("11111111-1111-4111-8111-111111111111").unwrap().unwrap();
+    assert_eq!(
+        (parse.code_text.as_str(), parse.description.as_str(), parse.version, parse.status),
+        ("def parse(): return lexer()", "Parses tokens", 3, Status::Partial)
+    );
+    assert_eq!(parse.last_modified, "2026-01-02T00:00:00.000Z");
+    let relationships = store.relationships_of(&parse.id, &[]).unwrap();
+    let seen: Vec<(&str, RelationshipType, &str, serde_json::Value, &str)> = relationships
+        .iter()
+        .map(|r| (r.id.as_str(), r.relationship_type, r.origin.as_str(), r.metadata.clone(), r.created_at.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                "33333333-3333-4333-8333-333333333333",
+                RelationshipType::Calls,
+                "analysis",
+                json!({"approximate": true, "source": "syntax"}),
+                "2026-01-03T04:05:06.789Z"
+            ),
+            (
+                "44444444-4444-4444-8444-444444444444",
+                RelationshipType::DependsOn,
+                "manual",
+                json!({}),
+                "2026-01-04T00:00:00.000Z"
+            ),
+        ]
+    );
+    // The search index was rebuilt from the old rows: name, description and code all match.
+    for query in ["parse", "tokens", "lexer"] {
+        let names: Vec<String> = store.search(query, &[], 5).unwrap().into_iter().map(|h| h.component.name).collect();
+        assert!(names.contains(&"parse".to_owned()), "{query}: {names:?}");
+    }
+    // Adding the same relationship again finds the migrated one.
+    let (id, created) = store
+        .add_relationship(&parse.id, "22222222-2222-4222-8222-222222222222", RelationshipType::Calls, &json!({}))
+        .unwrap();
+    assert_eq!((id.as_str(), created), ("33333333-3333-4333-8333-333333333333", false));
+    assert_eq!(store.counts().unwrap(), (2, 2));
 }

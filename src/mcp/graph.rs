@@ -156,7 +156,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Analyze code with tree-sitter (Go, Python, TypeScript/JavaScript, C/C++, Rust, Elixir, shell) and update the knowledge graph: components for the file and its declarations, contains/imports/inherits/implements relationships, and calls by name (marked approximate). Re-analysing the same file_path updates components in place (stable ids), never duplicates.",
+        description = "Analyze code with tree-sitter (Go, Python, TypeScript/JavaScript, C/C++, Rust, Elixir, shell) and update the knowledge graph: components for the file and its declarations, contains/imports/inherits/implements relationships, and calls: from the file's language server (call hierarchy, resolved across files and packages) when code_text is the file's current text and a server is installed, else by name (marked approximate); `calls` in the result says which. Re-analysing the same file_path updates components in place (stable ids), never duplicates.",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<graph::AnalyzeCodeParams>(),
         output_schema = schema_for_output::<graph::AnalyzeCodeOutput>()

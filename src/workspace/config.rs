@@ -156,11 +156,25 @@ pub struct GraphConfig {
     /// The SQLite database file; relative paths are relative to the workspace root (default
     /// `.filepuff/graph.db`). Several filepuff processes may share one file.
     pub path: PathBuf,
+    /// Where `graph index` takes `calls` relationships from: `auto` (the language server where
+    /// one is installed, else syntax; the default), `lsp` (a missing server is an error) or
+    /// `syntax` (by name, approximate). `--calls` overrides it.
+    pub calls: String,
+    /// Longest time, in milliseconds, `graph index` spends asking a server about one file
+    /// (default 20000); past it the file's calls come from syntax.
+    pub lsp_file_timeout_ms: u64,
+    /// Files `graph index` asks one server about at once (default 4).
+    pub lsp_files_in_flight: usize,
 }
 
 impl Default for GraphConfig {
     fn default() -> Self {
-        GraphConfig { path: PathBuf::from(".filepuff/graph.db") }
+        GraphConfig {
+            path: PathBuf::from(".filepuff/graph.db"),
+            calls: "auto".to_owned(),
+            lsp_file_timeout_ms: 20_000,
+            lsp_files_in_flight: 4,
+        }
     }
 }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +26,8 @@ import pytest
 
 from conftest import _close_session, _open_session, filepuff_binary
 from oracles import python_outline
+
+TOOLS_BIN = Path(__file__).resolve().parents[2] / ".tools" / "bin"
 
 GO_PACKAGES = ["bufio", "encoding/csv"]
 PY_PACKAGE = "json"
@@ -41,13 +44,26 @@ GO_KIND_TO_TYPE = {
 PY_KIND_TO_TYPE = {"function": "function", "method": "method", "class": "class", "constant": "variable"}
 
 
-def index(root: Path) -> dict:
-    proc = subprocess.run(
-        [str(filepuff_binary()), "--root", str(root), "graph", "index", "--json"],
-        capture_output=True, text=True, timeout=300,
-    )
+def index(root: Path, *args: str) -> dict:
+    proc = run_index(root, *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def run_index(root: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    """`graph index --json` with the project's language servers on PATH (unless `path` says)."""
+    env = {**os.environ, "PATH": path if path is not None else f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        [str(filepuff_binary()), "--root", str(root), "graph", "index", "--json", *args],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+
+
+def require(program: str) -> str:
+    found = shutil.which(program, path=f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    if not found:
+        pytest.skip(f"{program} is not installed (scripts/install-language-servers)")
+    return found
 
 
 # ---- corpora ------------------------------------------------------------------------------------
@@ -211,10 +227,17 @@ def test_go_imports_match_the_import_blocks(go_root, go_graph):
     assert "bufio" in {r["component"]["name"] for r in related(go_graph, reader["id"])}
 
 
-def test_go_calls_are_marked_approximate(go_graph):
+def test_go_calls_come_from_gopls(go_indexed, go_graph):
+    """gopls is on PATH (scripts/test): `graph index` (default --calls auto) takes every Go file's
+    calls from it, none from syntax."""
+    require("gopls")
+    [go] = [c for c in go_indexed["calls"] if c["language"] == "go"]
+    assert (go["server"], go["syntax_files"]) == ("gopls", 0) and go["lsp_files"] > 0
+    assert go_indexed["total_calls_syntax"] == 0
     read = component_in(go_graph, "encoding/csv/reader.go", "Reader.Read", "method")
-    calls = [r for r in related(go_graph, read["id"]) if r["relationship_type"] == "calls"]
-    assert calls and all(r["metadata"] == {"approximate": True, "source": "syntax"} for r in calls)
+    calls = [r for r in related(go_graph, read["id"]) if r["relationship_type"] == "calls"
+             and r["direction"] == "outgoing"]
+    assert calls and all(r["metadata"] == {"source": "lsp", "server": "gopls"} for r in calls)
     assert "Reader.readRecord" in {r["component"]["name"] for r in calls}
 
 
@@ -400,3 +423,215 @@ def test_cli_graph_subcommands(py_root, py_indexed):
     outside = subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", "index", "../elsewhere"],
                              capture_output=True, text=True, timeout=60)
     assert outside.returncode == 2 and "1001" in outside.stderr
+
+
+# ==== calls from language servers ==================================================================
+#
+# A module of two packages in two directories. `run` (cmd/app) calls util.Shout and the method
+# util.Greeter.Greet; cmd/app also declares a Shout of its own that nobody calls, so a name-based
+# match in the caller's directory (what syntax can do) points at the wrong function and only the
+# server's answer points at the right one.
+
+GO_MODULE = {
+    "go.mod": "module example.com/app\n\ngo 1.22\n",
+    "util/text.go": """package util
+
+import "strings"
+
+// Shout upper-cases s.
+func Shout(s string) string {
+	return strings.ToUpper(s) + suffix()
+}
+
+func suffix() string { return "!" }
+
+// Greeter greets.
+type Greeter struct{ Name string }
+
+// Greet says hello.
+func (g *Greeter) Greet() string {
+	return Shout("hello " + g.Name)
+}
+""",
+    "cmd/app/main.go": """package main
+
+import (
+	"fmt"
+
+	"example.com/app/util"
+)
+
+func main() {
+	fmt.Println(run("x"))
+}
+
+func run(name string) string {
+	g := &util.Greeter{Name: name}
+	return g.Greet() + util.Shout(name)
+}
+""",
+    "cmd/app/local.go": """package main
+
+// Shout is a decoy with util.Shout's name.
+func Shout(s string) string { return s }
+""",
+}
+
+PY_PROJECT = {
+    "pyproject.toml": "[project]\nname = 'app'\nversion = '0'\n",
+    "lib/__init__.py": "",
+    "lib/text.py": "def shout(s):\n    return s.upper() + bang()\n\n\ndef bang():\n    return '!'\n",
+    "app/__init__.py": "",
+    "app/main.py": "from lib.text import shout\n\n\ndef run(name):\n    return shout(name)\n",
+    "app/local.py": "def shout(s):\n    return s\n",
+}
+
+LSP = {"source": "lsp"}
+SYNTAX = {"approximate": True, "source": "syntax"}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def graph_db(root: Path):
+    import sqlite3
+    return sqlite3.connect(root / ".filepuff" / "graph.db")
+
+
+def calls_of(root: Path, file_path: str, qualified_name: str) -> list[tuple[str, str, dict]]:
+    """(callee file, callee qualified name, metadata) of the component's outgoing calls, read
+    with the CLI (`graph show`), sorted."""
+    status = subprocess.run([str(filepuff_binary()), "--root", str(root), "graph", "show", "--json",
+                             component_id(root, file_path, qualified_name)], capture_output=True, text=True, check=True)
+    related = json.loads(status.stdout)["related"]
+    return sorted(
+        (r["component"]["file_path"], r["component"]["name"], r["metadata"]) for r in related
+        if r["relationship_type"] == "calls" and r["direction"] == "outgoing"
+    )
+
+
+def component_id(root: Path, file_path: str, qualified_name: str) -> str:
+    with graph_db(root) as conn:
+        [(found,)] = conn.execute("SELECT id FROM components WHERE file_path = ? AND qualified_name = ?",
+                                  (file_path, qualified_name)).fetchall()
+    return found
+
+
+def calls_rows(root: Path) -> list[tuple]:
+    """Every calls relationship as (uid, source seq, target seq, metadata)."""
+    with graph_db(root) as conn:
+        return sorted(conn.execute("SELECT hex(uid), source, target, metadata FROM relationships WHERE type = 1"))
+
+
+def language_calls(report: dict, language: str) -> dict:
+    [found] = [c for c in report["calls"] if c["language"] == language]
+    return found
+
+
+def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_path):
+    require("gopls")
+    root = write_tree(tmp_path / "mod", GO_MODULE)
+    first = index(root)
+    go = language_calls(first, "go")
+    assert (go["server"], go["lsp_files"], go["syntax_files"]) == ("gopls", 3, 0)
+    gopls = {**LSP, "server": "gopls"}
+    assert calls_of(root, "cmd/app/main.go", "run") == [
+        ("util/text.go", "Greeter.Greet", gopls), ("util/text.go", "Shout", gopls)]
+    assert calls_of(root, "util/text.go", "Greeter.Greet") == [("util/text.go", "Shout", gopls)]
+    assert calls_of(root, "util/text.go", "Shout") == [("util/text.go", "suffix", gopls)]
+    assert calls_of(root, "cmd/app/main.go", "main") == [("cmd/app/main.go", "run", gopls)]
+    assert (first["total_calls_lsp"], first["total_calls_syntax"]) == (5, 0)
+
+    # Unchanged: nothing added, the same relationships (same ids), none duplicated.
+    before = calls_rows(root)
+    again = index(root)
+    assert (again["components_added"], again["components_removed"]) == (0, 0)
+    assert (again["total_components"], again["total_relationships"]) == (first["total_components"], first["total_relationships"])
+    assert calls_rows(root) == before
+
+    # One file changed: only its calls are asked again; the others' stay as they were.
+    main = root / "cmd/app/main.go"
+    main.write_text(main.read_text() + "\nfunc twice(s string) string { return util.Shout(util.Shout(s)) }\n")
+    changed = index(root)
+    assert (changed["components_added"], changed["components_removed"]) == (1, 0)
+    assert calls_of(root, "cmd/app/main.go", "twice") == [("util/text.go", "Shout", gopls)]
+    assert changed["total_calls_lsp"] == 6 and changed["total_calls_syntax"] == 0
+    rows = calls_rows(root)
+    assert len(rows) == len({(r[1], r[2]) for r in rows}) == 6
+    with graph_db(root) as conn:
+        util = {seq for (seq,) in conn.execute("SELECT seq FROM components WHERE file_path = 'util/text.go'")}
+    kept = [r for r in before if r[1] in util]
+    assert len(kept) == 2 and set(kept) <= set(rows), "the unchanged file's calls were kept, not recreated"
+
+
+def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path):
+    require("gopls")
+    root = write_tree(tmp_path / "mod", GO_MODULE)
+    syntax = index(root, "--calls", "syntax")
+    go = language_calls(syntax, "go")
+    assert (go.get("server"), go["lsp_files"], go["syntax_files"], go["note"]) == (None, 0, 3, "--calls syntax")
+    # By name, in the caller's directory: the decoy, and not the method on another package's type.
+    assert calls_of(root, "cmd/app/main.go", "run") == [("cmd/app/local.go", "Shout", SYNTAX)]
+    assert calls_of(root, "util/text.go", "Greeter.Greet") == [("util/text.go", "Shout", SYNTAX)]
+    assert (syntax["total_calls_lsp"], syntax["total_calls_syntax"]) == (0, 4)
+    # The same store indexed again with the server: every syntax call is replaced.
+    lsp = index(root, "--calls", "lsp")
+    assert (lsp["total_calls_lsp"], lsp["total_calls_syntax"]) == (5, 0)
+    assert calls_of(root, "cmd/app/main.go", "run")[1][:2] == ("util/text.go", "Shout")
+    assert lsp["total_components"] == syntax["total_components"]
+
+
+def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_path):
+    root = write_tree(tmp_path / "mod", GO_MODULE)
+    proc = run_index(root, "--calls", "lsp", path="/usr/bin:/bin")
+    assert proc.returncode == 2, proc.stderr
+    assert "--calls lsp" in proc.stderr and "gopls" in proc.stderr
+    report = json.loads(proc.stdout)
+    go = language_calls(report, "go")
+    assert go["failed"] is True and go["syntax_files"] == 3 and "gopls" in go["note"]
+    assert report["total_calls_syntax"] == 4
+    auto = run_index(root, path="/usr/bin:/bin")
+    assert auto.returncode == 0, auto.stderr
+    assert "failed" not in language_calls(json.loads(auto.stdout), "go")
+
+
+def test_python_calls_across_packages_come_from_basedpyright(tmp_path):
+    require("basedpyright-langserver")
+    root = write_tree(tmp_path / "py", PY_PROJECT)
+    report = index(root)
+    python = language_calls(report, "python")
+    assert (python["server"], python["lsp_files"], python["syntax_files"]) == ("basedpyright", 3, 0), python
+    server = {**LSP, "server": "basedpyright"}
+    assert calls_of(root, "app/main.py", "run") == [("lib/text.py", "shout", server)]
+    assert calls_of(root, "lib/text.py", "shout") == [("lib/text.py", "bang", server)]
+    assert report["total_calls_syntax"] == 0
+
+
+def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp_path):
+    require("gopls")
+    root = write_tree(tmp_path / "mod", GO_MODULE)
+    index(root, "--calls", "syntax")
+    main = (root / "cmd/app/main.go").read_text()
+    env_path = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = env_path  # the MCP server inherits it
+    try:
+        session = _open_session(root, log_dir(tmp_path, "analyze"), toolsets="core,graph")
+    finally:
+        os.environ["PATH"] = old_path
+    try:
+        out = session.ok("analyze_code", {"code_text": main, "file_path": "cmd/app/main.go"})
+        assert out["calls"] == {"source": "lsp", "server": "gopls"}
+        gopls = {**LSP, "server": "gopls"}
+        assert calls_of(root, "cmd/app/main.go", "run") == [
+            ("util/text.go", "Greeter.Greet", gopls), ("util/text.go", "Shout", gopls)]
+        edited = main.replace("util.Shout(name)", "Shout(name)")
+        out = session.ok("analyze_code", {"code_text": edited, "file_path": "cmd/app/main.go"})
+        assert out["calls"]["source"] == "syntax" and "current text" in out["calls"]["note"]
+        assert calls_of(root, "cmd/app/main.go", "run") == [("cmd/app/local.go", "Shout", SYNTAX)]
+    finally:
+        _close_session(session)

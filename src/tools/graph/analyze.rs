@@ -7,9 +7,12 @@ use serde::{Deserialize, Serialize};
 use super::{ComponentBrief, graph_error, store};
 use crate::documents::Language;
 use crate::engine::Engine;
-use crate::graph::ComponentChanges;
 use crate::graph::analyze::{analyses, extract};
 use crate::graph::apply::{Anchor, apply, resolve};
+use crate::graph::calls::{
+    CallTargets, CallsJob, CallsMode, LspCallsLimits, NotAnswered, ask_servers, write_file_calls,
+};
+use crate::graph::{ComponentChanges, ComponentType, RelationshipType};
 use crate::tools::{ErrorCode, ToolError};
 
 /// Extracted components listed in the result at most (the counts cover all).
@@ -50,6 +53,22 @@ pub struct AnalyzeCodeOutput {
     pub components: Vec<ComponentBrief>,
     /// Whether the parser reported syntax errors (the extraction may be incomplete).
     pub syntax_errors: bool,
+    /// Where the `calls` relationships came from.
+    pub calls: CallsInfo,
+}
+
+/// Where `analyze_code` took `calls` from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CallsInfo {
+    /// `lsp`: the file's language server (call hierarchy), because code_text is the file's
+    /// current text; `syntax`: by callee name, each marked approximate.
+    pub source: String,
+    /// The server, for `lsp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Why the calls are by name, for `syntax`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Runs `analyze_code`.
@@ -102,15 +121,53 @@ pub fn analyze_code(engine: &Engine, params: AnalyzeCodeParams) -> Result<Analyz
         store.update_component(&component.id, &changes, "analyze_code").map_err(|err| graph_error(err, engine))?;
     }
     let key_prefix = anchor_component.as_ref().map(|c| format!("component:{}", c.id));
-    let (applied, resolved) = store
+    let job = match (&relative, &anchor_component) {
+        (Some(path), None) => server_job(engine, path, language, &params.code_text, &analysis),
+        _ => Err("the code is not a file's (no file_path, or a component_id)".to_owned()),
+    };
+    let server = job.as_ref().ok().map(|(_, server)| server.clone());
+    let mut applied = store
         .write(|tx| {
             let anchor = match (&anchor_component, &key_prefix) {
                 (Some(component), Some(prefix)) => Anchor::Component { id: &component.id, key_prefix: prefix },
                 _ => Anchor::File,
             };
-            let applied = apply(tx, &analysis, anchor)?;
-            let resolved = resolve(tx, &applied.pending)?;
-            Ok((applied, resolved))
+            apply(tx, &analysis, anchor, server.as_deref())
+        })
+        .map_err(|err| graph_error(err, engine))?;
+    // The server is asked with no store lock held; its calls replace the file's calls by name.
+    let answered = match &job {
+        Ok((job, _)) if !applied.kept_calls => {
+            let limits = LspCallsLimits::from_config(&engine.workspace().config().graph, engine.backends().config());
+            let max_bytes = engine.workspace().config().limits.max_file_bytes;
+            let mut outcome =
+                ask_servers(engine.backends(), engine.documents(), std::slice::from_ref(job), &limits, max_bytes);
+            Some(outcome.remove(0))
+        }
+        _ => None,
+    };
+    let calls = match (&job, &answered) {
+        (Ok((_, server)), None) => CallsInfo { source: "lsp".to_owned(), server: Some(server.clone()), note: None },
+        (Ok(_), Some(Ok(found))) => {
+            CallsInfo { source: "lsp".to_owned(), server: Some(found.server.clone()), note: None }
+        }
+        (Ok(_), Some(Err(NotAnswered::Unavailable(why) | NotAnswered::Failed(why)))) | (Err(why), _) => {
+            CallsInfo { source: "syntax".to_owned(), server: None, note: Some(why.clone()) }
+        }
+    };
+    if calls.source == "lsp" {
+        applied.pending.retain(|link| link.relationship_type() != RelationshipType::Calls);
+    }
+    let resolved = store
+        .write(|tx| {
+            let mut written = 0;
+            if let (Ok((job, _)), Some(Ok(found))) = (&job, &answered) {
+                let mut targets = CallTargets::new(engine.workspace());
+                written += write_file_calls(tx, &mut targets, &job.relative, found)?;
+            }
+            written += resolve(tx, &applied.pending)?;
+            crate::graph::delete_unused_sources(tx)?;
+            Ok(written)
         })
         .map_err(|err| graph_error(err, engine))?;
     let anchor = store
@@ -137,7 +194,40 @@ pub fn analyze_code(engine: &Engine, params: AnalyzeCodeParams) -> Result<Analyz
         relationships: counts.relationships + resolved,
         components,
         syntax_errors: analysis.has_syntax_errors,
+        calls,
     })
+}
+
+/// The file's server, when its calls can come from it: calls wanted from servers (`[graph]
+/// calls` is not `syntax`), a server installed for the language, functions to ask about, and
+/// `code_text` equal to what the server will read (the open buffer, else the file on disk).
+/// Otherwise why not.
+fn server_job(
+    engine: &Engine,
+    relative: &str,
+    language: Language,
+    code_text: &str,
+    analysis: &crate::graph::analyze::FileAnalysis,
+) -> Result<(CallsJob, String), String> {
+    let config = engine.workspace().config();
+    if CallsMode::parse(&config.graph.calls) == Some(CallsMode::Syntax) {
+        return Err("[graph] calls = \"syntax\"".to_owned());
+    }
+    let callers =
+        analysis.symbols.iter().any(|s| matches!(s.component_type, ComponentType::Function | ComponentType::Method));
+    if !callers {
+        return Err("no functions or methods".to_owned());
+    }
+    let server = engine.backends().spec_for(language).map_err(|err| err.to_string())?.0.name.clone();
+    let resolved = engine.workspace().resolve(relative).map_err(|err| err.to_string())?;
+    let current = engine
+        .documents()
+        .text(&resolved.absolute, config.limits.max_file_bytes)
+        .map_err(|_| format!("{relative} is not on disk, so {server} cannot see this code"))?;
+    if current.text != code_text {
+        return Err(format!("code_text is not {relative}'s current text, which is what {server} sees"));
+    }
+    Ok((CallsJob { relative: resolved.relative.clone(), absolute: resolved.absolute, language }, server))
 }
 
 fn language_by_name(name: &str) -> Result<Language, ToolError> {
@@ -205,6 +295,11 @@ pub fn render_text(output: &AnalyzeCodeOutput) -> String {
             c.start_line.unwrap_or(0),
             c.id
         );
+    }
+    match (&output.calls.server, &output.calls.note) {
+        (Some(server), _) => out.push_str(&format!("calls from {server}\n")),
+        (None, Some(note)) => out.push_str(&format!("calls by name (approximate): {note}\n")),
+        (None, None) => {}
     }
     if output.syntax_errors {
         out.push_str("note: the parser found syntax errors; the extraction may be incomplete\n");

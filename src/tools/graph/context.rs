@@ -245,7 +245,12 @@ pub fn prepare_context(engine: &Engine, params: PrepareContextParams) -> Result<
         .map(|hit| hit.component);
     let mut extra_related = Vec::new();
     if primaries.is_empty() {
-        primaries.extend(search_hits);
+        // Search hits come without their code; primaries are given in full.
+        for hit in search_hits {
+            if let Some(component) = store.component(&hit.id).map_err(|err| graph_error(err, engine))? {
+                primaries.push(component);
+            }
+        }
     } else {
         extra_related.extend(search_hits);
     }
@@ -265,7 +270,7 @@ pub fn prepare_context(engine: &Engine, params: PrepareContextParams) -> Result<
     }
     for hit in extra_related {
         if seen.insert(hit.id.clone()) {
-            related.push((hit, "search match".to_owned()));
+            related.push((with_signature(engine, &store, hit)?, "search match".to_owned()));
         }
     }
     candidates.extend(related.into_iter().take(MAX_CANDIDATES).map(|(c, relation)| Candidate {
@@ -298,6 +303,17 @@ pub fn prepare_context(engine: &Engine, params: PrepareContextParams) -> Result<
 }
 
 /// Direct neighbours of `id` not seen yet, with how they relate (`calls →`, `← contains`).
+/// A component listed without its code, made fit for a summary: analysed components carry their
+/// signature in metadata; others (manual ones) are read in full when listed without their code,
+/// since their signature is their code's first line. (Reading analysed code means inflating its
+/// file's source: not for a summary.)
+fn with_signature(engine: &Engine, store: &GraphStore, brief: Component) -> Result<Component, ToolError> {
+    if brief.metadata.get("signature").is_some() || !brief.code_text.is_empty() {
+        return Ok(brief);
+    }
+    Ok(store.component(&brief.id).map_err(|err| graph_error(err, engine))?.unwrap_or(brief))
+}
+
 fn neighbours(
     engine: &Engine,
     store: &GraphStore,
@@ -314,9 +330,7 @@ fn neighbours(
             Direction::Outgoing => format!("{} ->", r.relationship_type.as_str()),
             Direction::Incoming => format!("<- {}", r.relationship_type.as_str()),
         };
-        let component =
-            store.component(&r.component.id).map_err(|err| graph_error(err, engine))?.unwrap_or(r.component);
-        out.push((component, relation));
+        out.push((with_signature(engine, store, r.component)?, relation));
     }
     Ok(out)
 }
