@@ -479,6 +479,13 @@ fn render_doctor(reports: &Vec<crate::backends::ServerReport>) -> String {
         };
         let serves = if r.serves.is_empty() { "-".to_owned() } else { r.serves.join(", ") };
         out.push_str(&format!("{:<28} {:<40} serves: {serves}\n  {state}\n", r.name, r.command.join(" ")));
+        if r.serves.is_empty() && r.version.is_some() && !r.disabled {
+            // Installed and runnable, but another server comes first for its languages.
+            let languages = r.languages.join(", ");
+            out.push_str(&format!(
+                "  not used: another server comes first for {languages}; list it in [languages.NAME] servers to run it beside that one\n"
+            ));
+        }
     }
     out
 }

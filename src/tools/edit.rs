@@ -531,10 +531,11 @@ fn write_error(err: WriteError, shown: &str) -> ToolError {
 pub fn render_text(output: &EditOutput) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let what = match (output.applied, output.changed) {
-        (true, _) => format!("applied to {}", output.written_to.as_deref().unwrap_or("disk")),
-        (false, false) => "no change".to_owned(),
-        (false, true) => "preview (not written)".to_owned(),
+    let what = match (output.applied, output.changed, &output.editor_refused) {
+        (true, _, _) => format!("applied to {}", output.written_to.as_deref().unwrap_or("disk")),
+        (false, _, Some(reason)) => format!("NOT applied: the editor refused the edit ({reason})"),
+        (false, false, None) => "no change".to_owned(),
+        (false, true, None) => "preview (not written)".to_owned(),
     };
     let target = match (&output.target.kind, &output.target.name) {
         (Some(kind), Some(name)) => format!("{kind} {name}, "),

@@ -240,6 +240,14 @@ class LspClient:
             return self.proc.wait()
 
     def kill(self) -> None:
+        """Ends the session: `exit` first (so filepuff removes its socket and stops its servers),
+        then SIGKILL if it is still running after 2 s."""
+        if self.proc.poll() is None:
+            try:
+                self.notify("exit")
+                self.proc.wait(timeout=2)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
