@@ -10,8 +10,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use filepuff::backends::{LspClient, ServerSpec, StartOptions};
-use filepuff::documents::{DocumentStore, Encoding};
-use lsp_types::{Position, Range, TextDocumentContentChangeEvent, Url};
+use filepuff::documents::{DocumentStore, Encoding, Position, TextChange};
+use filepuff::workspace::DocumentId;
+use lsp_types::Url;
 
 /// About 10 MB of Go-like text with some non-ASCII on every tenth line.
 fn document() -> String {
@@ -59,28 +60,21 @@ fn main() {
         let store = DocumentStore::new();
         let path = dir.path().join("big.go");
         let uri = Url::from_file_path(&path).unwrap();
-        store.open(path.clone(), &text, 1, "go".into());
-        let rope = store.get(&path).unwrap().text;
+        let id = DocumentId::from_canonical(&path);
+        store.open(id.clone(), &text, 1, "go".into());
+        let rope = store.get(&id).unwrap().text;
         client.open_editor_document(&uri, "go", 1, &rope).unwrap();
-        let targets = [client.encoding];
         let mut times = Vec::with_capacity(20_000);
         for i in 0..20_000u32 {
             // Type one character near the middle, on a line with non-ASCII text (column 12 in
             // UTF-16: after the emoji and the CJK characters).
             let line = (lines / 2 / 10) * 10 + (i % 50) * 10;
             let at = Position { line, character: 12 };
-            let change = TextDocumentContentChangeEvent {
-                range: Some(Range { start: at, end: at }),
-                range_length: None,
-                text: "a".into(),
-            };
+            let change = TextChange { range: Some((at, at)), text: "a".into() };
             let version = i as i32 + 2;
             let start = Instant::now();
-            let applied = store.apply_changes(&path, version, &[change], Encoding::Utf16, &targets).unwrap();
-            let changes = applied.translated.into_iter().next().unwrap();
-            client
-                .change_editor_document(&uri, "go", applied.previous_version, version, changes, &applied.text)
-                .unwrap();
+            let applied = store.change(&id, version, &[change], Encoding::Utf16).unwrap();
+            client.change_editor_document(&uri, &applied).unwrap();
             times.push(start.elapsed());
         }
         times.sort();

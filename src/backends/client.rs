@@ -46,6 +46,7 @@ use tower::ServiceBuilder;
 
 use super::{BackendError, ServerSpec};
 use crate::documents::position::{self, Encoding};
+use crate::documents::{AppliedChange, DocumentChange};
 
 /// What the router handlers share with the client handle.
 #[derive(Debug, Default)]
@@ -610,11 +611,36 @@ impl LspClient {
     }
 
     /// The editor opened `uri` at `version` (its `didOpen`): the server gets `didOpen` with the
-    /// editor's version, and the document is pinned. A document filepuff had opened on its own
-    /// (from disk, for a tool) is closed and opened again, since versions must only grow. When
-    /// the server already has exactly this version (a concurrent re-sync got there first),
-    /// nothing is sent.
+    /// editor's version, and the document is pinned.
+    ///
+    /// A document the server already has is closed (`didClose`) and opened again: one filepuff
+    /// had opened on its own (from disk, for a tool), or one the editor opens again without
+    /// closing it (a reload, its version back to 1) — the server then holds the editor's new
+    /// text, and within each open the versions it sees only grow (LSP 3.17 "TextDocumentItem").
+    /// When the server already holds exactly this version and text (a re-sync after a start got
+    /// there first), nothing is sent.
     pub fn open_editor_document(
+        &self,
+        uri: &Url,
+        language_id: &str,
+        version: i32,
+        text: &Rope,
+    ) -> Result<(), BackendError> {
+        let mut synced = self.synced();
+        if let Some(doc) = synced.get_mut(uri) {
+            if doc.pinned && doc.version == version && doc.text == *text {
+                doc.used = Instant::now();
+                return Ok(());
+            }
+            synced.remove(uri);
+            self.send_close(uri)?;
+        }
+        self.send_open(&mut synced, uri, language_id, version, text)
+    }
+
+    /// Opens an editor document on a server that (re)started, unless the server already holds
+    /// this version or a later one (the editor's own `didOpen`/`didChange` got there first).
+    pub fn resync_editor_document(
         &self,
         uri: &Url,
         language_id: &str,
@@ -629,14 +655,29 @@ impl LspClient {
             }
             Some(_) => {
                 synced.remove(uri);
-                self.server
-                    .notify::<lsp_types::notification::DidCloseTextDocument>(lsp_types::DidCloseTextDocumentParams {
-                        text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
-                    })
-                    .map_err(|err| self.crashed(err))?;
+                self.send_close(uri)?;
             }
             None => {}
         }
+        self.send_open(&mut synced, uri, language_id, version, text)
+    }
+
+    fn send_close(&self, uri: &Url) -> Result<(), BackendError> {
+        self.server
+            .notify::<lsp_types::notification::DidCloseTextDocument>(lsp_types::DidCloseTextDocumentParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+            })
+            .map_err(|err| self.crashed(err))
+    }
+
+    fn send_open(
+        &self,
+        synced: &mut HashMap<Url, Synced>,
+        uri: &Url,
+        language_id: &str,
+        version: i32,
+        text: &Rope,
+    ) -> Result<(), BackendError> {
         self.server
             .notify::<lsp_types::notification::DidOpenTextDocument>(DidOpenTextDocumentParams {
                 text_document: TextDocumentItem {
@@ -652,43 +693,38 @@ impl LspClient {
         Ok(())
     }
 
-    /// The editor changed `uri` from `previous` to `version` (its `didChange`), `changes` being
-    /// its content changes already expressed in this server's encoding, `text` the result.
+    /// An open document changed (the editor's `didChange`, or an agent's edit of a buffer no
+    /// editor holds): `change` says from which version to which, and how, in bytes.
     ///
-    /// When the server holds exactly `previous`, the changes go as they are (or the whole text,
-    /// for a server that syncs fully). When it already holds `version` (a re-sync after a
-    /// restart read the newer text), nothing is sent. Otherwise the server gets whatever brings
-    /// it from the text it holds to `text`: a `didOpen`, or one computed change.
-    pub fn change_editor_document(
-        &self,
-        uri: &Url,
-        language_id: &str,
-        previous: i32,
-        version: i32,
-        changes: Vec<TextDocumentContentChangeEvent>,
-        text: &Rope,
-    ) -> Result<(), BackendError> {
+    /// When the server holds exactly `change.previous_version`, the changes go as they are,
+    /// each range converted into this server's encoding against the text just before it (as
+    /// helix-lsp converts a changeset per client), or the whole text for a server that syncs
+    /// fully. When it already holds `change.version` (a re-sync after a restart read the newer
+    /// text), nothing is sent. Otherwise the server gets whatever brings it from the text it
+    /// holds to the new one: a `didOpen`, or one computed change.
+    pub fn change_editor_document(&self, uri: &Url, change: &DocumentChange) -> Result<(), BackendError> {
         let mut synced = self.synced();
         let Some(doc) = synced.get_mut(uri) else {
             drop(synced);
-            return self.open_editor_document(uri, language_id, version, text);
+            return self.open_editor_document(uri, &change.language_id, change.version, &change.text);
         };
-        if doc.version == version && doc.pinned {
+        if doc.version == change.version && doc.pinned {
             return Ok(());
         }
-        let content_changes = if self.sync_kind() == lsp_types::TextDocumentSyncKind::FULL {
-            vec![TextDocumentContentChangeEvent { range: None, range_length: None, text: text.to_string() }]
-        } else if doc.version == previous && doc.pinned {
-            changes
+        let kind = self.sync_kind();
+        if kind == lsp_types::TextDocumentSyncKind::NONE {
+            return Ok(());
+        }
+        let content_changes = if kind == lsp_types::TextDocumentSyncKind::FULL {
+            vec![TextDocumentContentChangeEvent { range: None, range_length: None, text: change.text.to_string() }]
+        } else if doc.version == change.previous_version && doc.pinned {
+            change.changes.iter().map(|applied| lsp_change(applied, self.encoding)).collect()
         } else {
-            vec![incremental_change(&doc.text, text, self.encoding)]
+            vec![incremental_change(&doc.text, &change.text, self.encoding)]
         };
-        if self.sync_kind() == lsp_types::TextDocumentSyncKind::NONE {
-            return Ok(());
-        }
         // A document filepuff opened itself carries filepuff's own version numbers; continue
         // above them so the server never sees a version go down.
-        let version = if doc.pinned { version } else { version.max(doc.version + 1) };
+        let version = if doc.pinned { change.version } else { change.version.max(doc.version + 1) };
         self.server
             .notify::<lsp_types::notification::DidChangeTextDocument>(DidChangeTextDocumentParams {
                 text_document: VersionedTextDocumentIdentifier { uri: uri.clone(), version },
@@ -696,7 +732,7 @@ impl LspClient {
             })
             .map_err(|err| self.crashed(err))?;
         doc.version = version;
-        doc.text = text.clone();
+        doc.text = change.text.clone();
         doc.sent = Instant::now();
         doc.used = doc.sent;
         Ok(())
@@ -1113,6 +1149,20 @@ fn lookup(settings: &Value, section: &str) -> Value {
         }
     }
     current.clone()
+}
+
+/// One applied change as an LSP content change in `encoding` (its range converted against the
+/// text just before it).
+pub fn lsp_change(applied: &AppliedChange, encoding: Encoding) -> TextDocumentContentChangeEvent {
+    let range = applied.range.as_ref().map(|range| {
+        let (start, _) = position::offset_to_position(&applied.before, range.start, encoding);
+        let (end, _) = position::offset_to_position(&applied.before, range.end, encoding);
+        lsp_types::Range {
+            start: lsp_types::Position { line: start.line, character: start.character },
+            end: lsp_types::Position { line: end.line, character: end.character },
+        }
+    });
+    TextDocumentContentChangeEvent { range, range_length: None, text: applied.text.clone() }
 }
 
 /// The smallest single-range change from `old` to `new`: the span between their common prefix

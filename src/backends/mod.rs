@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::documents::{Encoding, Language};
-use crate::workspace::{Config, LspConfig};
+use crate::documents::{DocumentChange, DocumentStore, Encoding, Language};
+use crate::workspace::{Config, DocumentId, LspConfig};
 pub use client::{ClientRef, LspClient, StartOptions};
 
 /// One language server: how to start it and what it serves.
@@ -246,6 +246,12 @@ pub struct Backends {
     starting: Mutex<HashMap<ClientKey, Arc<Mutex<()>>>>,
     /// The editor, behind `filepuff lsp`.
     attached: OnceLock<Attached>,
+    /// The live buffers (the Engine's): a server that starts opens every open document it
+    /// serves from here.
+    documents: Arc<DocumentStore>,
+    /// The servers serving each open document: (server, project root), in the language's
+    /// server order (decided once, at open).
+    routes: Mutex<HashMap<DocumentId, Vec<ClientKey>>>,
 }
 
 /// The editor side of `filepuff lsp`, as the backends see it: where server→client traffic
@@ -286,8 +292,10 @@ impl std::fmt::Debug for Backends {
 
 impl Backends {
     /// Backends for the workspace at `root` (nothing starts until a request needs it).
-    pub fn new(root: &Path, config: &Config) -> Backends {
+    pub fn new(root: &Path, config: &Config, documents: Arc<DocumentStore>) -> Backends {
         Backends {
+            documents,
+            routes: Mutex::new(HashMap::new()),
             root: root.to_path_buf(),
             specs: specs(config),
             config: config.lsp.clone(),
@@ -570,7 +578,8 @@ impl Backends {
                 self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 let client = Arc::new(client);
                 self.watch(&client, spec);
-                self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key, client.clone());
+                self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), client.clone());
+                self.resync(&client, &key);
                 if let Some(attached) = self.attached.get() {
                     let upstream = attached.upstream.clone();
                     let mut exited = client.exit_signal();
@@ -592,6 +601,109 @@ impl Backends {
                 entry.1 = Instant::now();
                 Err(err)
             }
+        }
+    }
+
+    /// Opens every open document routed to `key` on its freshly started `client`.
+    fn resync(&self, client: &Arc<LspClient>, key: &ClientKey) {
+        let routed: Vec<DocumentId> = self
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, keys)| keys.contains(key))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in routed {
+            if let Some(document) = self.documents.get(&id)
+                && let Err(err) =
+                    client.resync_editor_document(&id.uri(), &document.language_id, document.version, &document.text)
+            {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+
+    /// The (server, project root) pairs that serve `id` in `language`, in the language's
+    /// server order; empty when no server is configured or installed for it.
+    pub fn serving(&self, id: &DocumentId, language: Option<Language>) -> Vec<(String, PathBuf)> {
+        if let Some(keys) = self.routes.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            return keys.clone();
+        }
+        let Some(language) = language else { return Vec::new() };
+        match self.specs_for(language) {
+            Ok(specs) => {
+                specs.into_iter().map(|(spec, _)| (spec.name.clone(), self.project_root(spec, id.path()))).collect()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The running clients of the servers serving `id` (see [`Backends::serving`]), in order,
+    /// and whether some of them are not running (not started yet, or being restarted).
+    pub fn clients_of(&self, id: &DocumentId, language: Option<Language>) -> (Vec<Arc<LspClient>>, bool) {
+        let mut missing = false;
+        let clients = self
+            .serving(id, language)
+            .iter()
+            .filter_map(|(name, root)| {
+                let client = self.running_client(name, root);
+                missing |= client.is_none();
+                client
+            })
+            .collect();
+        (clients, missing)
+    }
+
+    /// A document was opened (the editor's `didOpen`, possibly again for a reload): routes it
+    /// to its servers and opens it on the running ones (see
+    /// [`LspClient::open_editor_document`]); servers that start later open it themselves.
+    /// Returns the servers that serve it and whether some are not running.
+    pub fn document_opened(&self, id: &DocumentId, language: Option<Language>) -> (Vec<(String, PathBuf)>, bool) {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        let serving = self.serving(id, language);
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), serving.clone());
+        let (clients, missing) = self.clients_of(id, language);
+        if let Some(document) = self.documents.get(id) {
+            let uri = id.uri();
+            for client in clients {
+                if let Err(err) =
+                    client.open_editor_document(&uri, &document.language_id, document.version, &document.text)
+                {
+                    tracing::warn!("{err}");
+                }
+            }
+        }
+        (serving, missing)
+    }
+
+    /// An open document changed: each running server serving it gets the change in its own
+    /// encoding ([`LspClient::change_editor_document`]).
+    pub fn document_changed(&self, id: &DocumentId, change: &DocumentChange) {
+        let language = Language::from_name(&change.language_id).or_else(|| Language::from_path(id.path()));
+        let uri = id.uri();
+        for client in self.clients_of(id, language).0 {
+            if let Err(err) = client.change_editor_document(&uri, change) {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+
+    /// An open document was saved: its servers get `didSave`.
+    pub fn document_saved(&self, id: &DocumentId, language: Option<Language>, text: &ropey::Rope) {
+        let uri = id.uri();
+        for client in self.clients_of(id, language).0 {
+            let _ = client.save_editor_document(&uri, text);
+        }
+    }
+
+    /// An open document was closed: its servers get `didClose` and it is no longer routed.
+    pub fn document_closed(&self, id: &DocumentId, language: Option<Language>) {
+        let (clients, _) = self.clients_of(id, language);
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        let uri = id.uri();
+        for client in clients {
+            let _ = client.close_editor_document(&uri);
         }
     }
 
@@ -893,7 +1005,7 @@ mod tests {
         assert_eq!(clangd.initialization_options, Some(serde_json::json!({ "clangdFileStatus": true })));
         assert_eq!(clangd.settings, Some(serde_json::json!({ "clangd": { "fallbackFlags": ["-std=c++20"] } })));
         assert!(specs.iter().find(|s| s.name == "basedpyright").unwrap().disabled);
-        let backends = Backends::new(Path::new("/nonexistent-root"), &config);
+        let backends = Backends::new(Path::new("/nonexistent-root"), &config, Default::default());
         match backends.spec_for(Language::Python) {
             Err(BackendError::NotInstalled { server, .. }) => assert_eq!(server, "mypyls"),
             Ok((spec, _)) => assert_ne!(spec.name, "basedpyright"),
@@ -908,7 +1020,7 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir_all(root.join("svc/api/handlers")).unwrap();
         std::fs::write(root.join("svc/go.mod"), "module svc\n").unwrap();
-        let backends = Backends::new(root, &Config::default());
+        let backends = Backends::new(root, &Config::default(), Default::default());
         let gopls = default_specs().into_iter().find(|s| s.name == "gopls").unwrap();
         assert_eq!(backends.project_root(&gopls, &root.join("svc/api/handlers/h.go")), root.join("svc"));
         assert_eq!(backends.project_root(&gopls, &root.join("other/x.go")), root.to_path_buf());

@@ -11,12 +11,15 @@ pub mod position;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use std::sync::{Condvar, Mutex};
+
 use dashmap::DashMap;
-use lsp_types::TextDocumentContentChangeEvent;
 use ropey::Rope;
 
 pub use language::Language;
-pub use position::Encoding;
+pub use position::{Encoding, Position};
+
+use crate::workspace::DocumentId;
 
 /// An open document: the editor's buffer.
 #[derive(Debug, Clone)]
@@ -29,31 +32,61 @@ pub struct Document {
     pub language_id: String,
 }
 
-/// What [`DocumentStore::apply_changes`] did.
-#[derive(Debug, Clone)]
-pub struct AppliedChanges {
-    /// The buffer's version before the changes.
-    pub previous_version: i32,
-    /// The buffer's text after them.
-    pub text: Rope,
-    /// The changes with ranges in each requested target encoding, in order.
-    pub translated: Vec<Vec<TextDocumentContentChangeEvent>>,
+/// One change to an open document, as an editor sends it (LSP 3.17
+/// `TextDocumentContentChangeEvent`): `range` in the code units of the encoding given with it,
+/// against the text as it stands just before this change; no range replaces the whole text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextChange {
+    pub range: Option<(Position, Position)>,
+    pub text: String,
 }
 
-/// Why an editor change could not be applied.
+/// One change to a document's text in bytes: replace `range` (byte offsets into the text as
+/// it stood before) with `text`. What agents' edits are made of, and what a [`TextChange`]
+/// becomes once its positions are converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteEdit {
+    pub range: std::ops::Range<usize>,
+    pub text: String,
+}
+
+/// One change as the store applied it: the text just before it (an O(1) snapshot), the byte
+/// range it replaced in that text (`None`: the whole text) and the new text. Each language
+/// server's client converts `range` into its own encoding against `before`, so a server that
+/// applies the changes in order ends with the same text.
+#[derive(Debug, Clone)]
+pub struct AppliedChange {
+    pub before: Rope,
+    pub range: Option<std::ops::Range<usize>>,
+    pub text: String,
+}
+
+/// What a change to an open document did (see [`DocumentStore::change`]).
+#[derive(Debug, Clone)]
+pub struct DocumentChange {
+    /// The version the changes were made against.
+    pub previous_version: i32,
+    /// The version after them.
+    pub version: i32,
+    /// The text after them (an O(1) snapshot).
+    pub text: Rope,
+    pub language_id: String,
+    /// The changes, in the order they were applied.
+    pub changes: Vec<AppliedChange>,
+}
+
+/// Why a change to an open document could not be applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChangeError {
-    #[error("{path} is not open (didChange without didOpen)")]
-    NotOpen { path: PathBuf },
-}
-
-fn from_lsp(position: lsp_types::Position) -> position::Position {
-    position::Position { line: position.line, character: position.character }
-}
-
-fn to_lsp(position: position::Position) -> lsp_types::Position {
-    lsp_types::Position { line: position.line, character: position.character }
+    #[error("{id} is not open (a change without didOpen)")]
+    NotOpen { id: DocumentId },
+    /// The buffer moved on since the change was computed (an agent's edit raced the editor).
+    #[error("{id} is at version {current}, not {expected}")]
+    VersionMismatch { id: DocumentId, expected: i32, current: i32 },
+    /// Byte edits that overlap, leave the text or split a character.
+    #[error("invalid edit of {id}: {reason}")]
+    InvalidEdit { id: DocumentId, reason: String },
 }
 
 /// Where a piece of text came from.
@@ -95,11 +128,15 @@ pub enum ReadError {
 /// Bytes inspected for a NUL byte when deciding whether a file is binary.
 pub const BINARY_PROBE_BYTES: usize = 8 * 1024;
 
-/// The live buffer store, keyed by absolute path (the workspace resolves URIs to paths first,
-/// so `file:///a%20b` and `file:///a b` are one document).
+/// The live buffer store, keyed by [`DocumentId`] (so every spelling of a file — through a
+/// symlinked root, percent-encoded, relative — is one document), with a signal for waiters
+/// ([`DocumentStore::wait_until`]).
 #[derive(Debug, Default)]
 pub struct DocumentStore {
-    documents: DashMap<PathBuf, Document>,
+    documents: DashMap<DocumentId, Document>,
+    /// Bumped (and waiters woken) on every open, change and close.
+    generation: Mutex<u64>,
+    changed: Condvar,
 }
 
 impl DocumentStore {
@@ -107,130 +144,207 @@ impl DocumentStore {
         DocumentStore::default()
     }
 
+    fn bump(&self) {
+        let mut generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        *generation += 1;
+        self.changed.notify_all();
+    }
+
     /// Records an opened buffer (LSP `textDocument/didOpen`), replacing any previous state.
-    pub fn open(&self, path: PathBuf, text: &str, version: i32, language_id: String) {
-        self.documents.insert(path, Document { text: Rope::from_str(text), version, language_id });
+    /// Returns the previous state when the document was open already (a reload).
+    pub fn open(&self, id: DocumentId, text: &str, version: i32, language_id: String) -> Option<Document> {
+        let previous = self.documents.insert(id, Document { text: Rope::from_str(text), version, language_id });
+        self.bump();
+        previous
     }
 
-    /// Replaces the whole text of an open buffer (a full-text `didChange`).
-    /// Returns false when the document is not open.
-    pub fn replace_text(&self, path: &Path, text: &str, version: i32) -> bool {
-        match self.documents.get_mut(path) {
-            Some(mut document) => {
-                document.text = Rope::from_str(text);
-                document.version = version;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Replaces the whole text of an open buffer if its version is still `expected_version`,
-    /// giving it version `expected_version + 1`. Returns the new version, or the current one
-    /// (`None` when the document is closed) when the buffer moved on since it was read.
-    pub fn replace_if_version(&self, path: &Path, expected_version: i32, text: &str) -> Result<i32, Option<i32>> {
-        match self.documents.get_mut(path) {
-            Some(mut document) if document.version == expected_version => {
-                document.text = Rope::from_str(text);
-                document.version = expected_version.saturating_add(1);
-                Ok(document.version)
-            }
-            Some(document) => Err(Some(document.version)),
-            None => Err(None),
-        }
-    }
-
-    /// Applies an editor's `textDocument/didChange` (LSP 3.17) to an open buffer: each content
-    /// change in order, ranges counted in `encoding` (a change without a range replaces the whole
-    /// text), and sets the buffer's version to `version`.
+    /// Applies an editor's changes (LSP 3.17 `textDocument/didChange`) to an open buffer: each
+    /// change in order, its range counted in `encoding` against the text just before it, and
+    /// sets the buffer's version to `version`. Each change costs O(log n) in the document plus
+    /// the lengths of the lines its ends fall on.
     ///
-    /// Returns the version the changes were made against, the new text (an O(1) snapshot), and
-    /// the same changes re-expressed for each encoding in `targets` (index-aligned): every range
-    /// is converted against the text as it stood just before that change, so a server that
-    /// applies them in order in its own encoding ends with the same text. Each change costs
-    /// O(log n) in the document plus the lengths of the lines its ends fall on.
-    ///
-    /// Errors: [`ChangeError::NotOpen`] when `path` is not open. Out-of-range positions clamp
-    /// (see [`position::position_to_offset`]); a range whose end precedes its start is empty.
-    pub fn apply_changes(
+    /// Errors: [`ChangeError::NotOpen`]. Out-of-range positions clamp (see
+    /// [`position::position_to_offset`]); a range whose end precedes its start is empty.
+    pub fn change(
         &self,
-        path: &Path,
+        id: &DocumentId,
         version: i32,
-        changes: &[TextDocumentContentChangeEvent],
+        changes: &[TextChange],
         encoding: Encoding,
-        targets: &[Encoding],
-    ) -> Result<AppliedChanges, ChangeError> {
-        let mut document =
-            self.documents.get_mut(path).ok_or_else(|| ChangeError::NotOpen { path: path.to_path_buf() })?;
-        let mut translated: Vec<Vec<TextDocumentContentChangeEvent>> =
-            targets.iter().map(|_| Vec::with_capacity(changes.len())).collect();
+    ) -> Result<DocumentChange, ChangeError> {
+        let mut document = self.documents.get_mut(id).ok_or_else(|| ChangeError::NotOpen { id: id.clone() })?;
+        let mut applied = Vec::with_capacity(changes.len());
         for change in changes {
-            let Some(range) = change.range else {
-                document.text = Rope::from_str(&change.text);
-                for out in &mut translated {
-                    out.push(change.clone());
-                }
-                continue;
-            };
-            let text = &document.text;
-            let (start, _) = position::position_to_offset(text, from_lsp(range.start), encoding);
-            let (end, _) = position::position_to_offset(text, from_lsp(range.end), encoding);
-            let end = end.max(start);
-            for (target, out) in targets.iter().zip(&mut translated) {
-                if *target == encoding {
-                    out.push(change.clone());
-                    continue;
-                }
-                let (start, _) = position::offset_to_position(text, start, *target);
-                let (end, _) = position::offset_to_position(text, end, *target);
-                out.push(TextDocumentContentChangeEvent {
-                    range: Some(lsp_types::Range { start: to_lsp(start), end: to_lsp(end) }),
-                    range_length: None,
-                    text: change.text.clone(),
-                });
-            }
-            let (start_char, end_char) = (text.byte_to_char(start), text.byte_to_char(end));
-            let rope = &mut document.text;
-            rope.remove(start_char..end_char);
-            rope.insert(start_char, &change.text);
+            let before = document.text.clone();
+            let range = change.range.map(|(start, end)| {
+                let (start, _) = position::position_to_offset(&before, start, encoding);
+                let (end, _) = position::position_to_offset(&before, end, encoding);
+                start..end.max(start)
+            });
+            replace(&mut document.text, range.clone(), &change.text);
+            applied.push(AppliedChange { before, range, text: change.text.clone() });
         }
         let previous_version = std::mem::replace(&mut document.version, version);
-        Ok(AppliedChanges { previous_version, text: document.text.clone(), translated })
+        let result = DocumentChange {
+            previous_version,
+            version,
+            text: document.text.clone(),
+            language_id: document.language_id.clone(),
+            changes: applied,
+        };
+        drop(document);
+        self.bump();
+        Ok(result)
     }
 
-    /// Forgets a buffer (LSP `textDocument/didClose`); the disk is the truth again.
-    pub fn close(&self, path: &Path) -> bool {
-        self.documents.remove(path).is_some()
+    /// Applies byte edits (non-overlapping ranges of the current text, in any order) to an
+    /// open buffer if it is still at `expected_version`, giving it version
+    /// `expected_version + 1`. The changes are applied from the end of the text backwards, so
+    /// each range stays valid against the text just before it.
+    ///
+    /// Errors: [`ChangeError::NotOpen`], [`ChangeError::VersionMismatch`] when the buffer moved
+    /// on, [`ChangeError::InvalidEdit`] for overlapping ranges, ranges past the end or inside a
+    /// character. Nothing changes on an error.
+    pub fn edit(
+        &self,
+        id: &DocumentId,
+        expected_version: i32,
+        edits: &[ByteEdit],
+    ) -> Result<DocumentChange, ChangeError> {
+        let mut document = self.documents.get_mut(id).ok_or_else(|| ChangeError::NotOpen { id: id.clone() })?;
+        if document.version != expected_version {
+            return Err(ChangeError::VersionMismatch {
+                id: id.clone(),
+                expected: expected_version,
+                current: document.version,
+            });
+        }
+        let ordered =
+            check_edits(&document.text, edits).map_err(|reason| ChangeError::InvalidEdit { id: id.clone(), reason })?;
+        let mut applied = Vec::with_capacity(ordered.len());
+        for edit in ordered {
+            let before = document.text.clone();
+            replace(&mut document.text, Some(edit.range.clone()), &edit.text);
+            applied.push(AppliedChange { before, range: Some(edit.range.clone()), text: edit.text.clone() });
+        }
+        document.version = expected_version.saturating_add(1);
+        let result = DocumentChange {
+            previous_version: expected_version,
+            version: document.version,
+            text: document.text.clone(),
+            language_id: document.language_id.clone(),
+            changes: applied,
+        };
+        drop(document);
+        self.bump();
+        Ok(result)
+    }
+
+    /// Forgets a buffer (LSP `textDocument/didClose`); the disk is the truth again. Returns
+    /// whether it was open.
+    pub fn close(&self, id: &DocumentId) -> bool {
+        let closed = self.documents.remove(id).is_some();
+        self.bump();
+        closed
     }
 
     /// A snapshot of an open document (O(1): the rope is shared). The map's lock is released
     /// before this returns, so holding the snapshot never blocks the editor.
-    pub fn get(&self, path: &Path) -> Option<Document> {
-        self.documents.get(path).map(|document| document.clone())
+    pub fn get(&self, id: &DocumentId) -> Option<Document> {
+        self.documents.get(id).map(|document| document.clone())
     }
 
-    /// Whether `path` is open.
-    pub fn is_open(&self, path: &Path) -> bool {
-        self.documents.contains_key(path)
+    /// Whether `id` is open.
+    pub fn is_open(&self, id: &DocumentId) -> bool {
+        self.documents.contains_key(id)
     }
 
-    /// Paths of all open documents (a snapshot, unordered).
-    pub fn open_paths(&self) -> Vec<PathBuf> {
+    /// The ids of all open documents (a snapshot, unordered).
+    pub fn open_ids(&self) -> Vec<DocumentId> {
         self.documents.iter().map(|entry| entry.key().clone()).collect()
     }
 
-    /// The current text of `path`: the open buffer if there is one, else the file on disk.
-    pub fn text(&self, path: &Path, max_bytes: u64) -> Result<SourceText, ReadError> {
-        if let Some(document) = self.get(path) {
-            let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(path));
+    /// Waits until `done` holds for the store (checked now and after every open, change and
+    /// close), at most `limit`. Returns whether it held. Blocks the calling thread: call it
+    /// from a tool's thread, never from an async task.
+    pub fn wait_until(&self, limit: std::time::Duration, mut done: impl FnMut(&DocumentStore) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        let mut generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if done(self) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let seen = *generation;
+            let (guard, _) = self
+                .changed
+                .wait_timeout_while(generation, left, |now| *now == seen)
+                .unwrap_or_else(|e| e.into_inner());
+            generation = guard;
+        }
+    }
+
+    /// The current text of `id`: the open buffer if there is one, else the file on disk.
+    pub fn text(&self, id: &DocumentId, max_bytes: u64) -> Result<SourceText, ReadError> {
+        if let Some(document) = self.get(id) {
+            let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
             return Ok(SourceText {
                 text: document.text,
                 origin: Origin::Buffer { version: document.version },
                 language,
             });
         }
-        load_from_disk(path, max_bytes)
+        load_from_disk(id.path(), max_bytes)
     }
+}
+
+/// Replaces `range` (bytes; `None`: everything) of `rope` with `text`.
+fn replace(rope: &mut Rope, range: Option<std::ops::Range<usize>>, text: &str) {
+    match range {
+        None => *rope = Rope::from_str(text),
+        Some(range) => {
+            let (start, end) = (rope.byte_to_char(range.start), rope.byte_to_char(range.end));
+            rope.remove(start..end);
+            rope.insert(start, text);
+        }
+    }
+}
+
+/// The text of `base` with `edits` applied (byte ranges of `base`, non-overlapping, any
+/// order). Errors: a range outside the text, splitting a character, or overlapping another.
+pub fn apply_edits(base: &Rope, edits: &[ByteEdit]) -> Result<String, String> {
+    let ordered = check_edits(base, edits)?;
+    let mut text = base.to_string();
+    for edit in ordered {
+        text.replace_range(edit.range.clone(), &edit.text);
+    }
+    Ok(text)
+}
+
+/// `edits` sorted from the end of `text` backwards, checked: inside the text, on character
+/// boundaries, not overlapping.
+fn check_edits<'a>(text: &Rope, edits: &'a [ByteEdit]) -> Result<Vec<&'a ByteEdit>, String> {
+    let mut ordered: Vec<&ByteEdit> = edits.iter().collect();
+    ordered.sort_by(|a, b| b.range.start.cmp(&a.range.start).then(b.range.end.cmp(&a.range.end)));
+    let mut floor = usize::MAX;
+    for edit in &ordered {
+        let (start, end) = (edit.range.start, edit.range.end);
+        if start > end || end > text.len_bytes() {
+            return Err(format!("range {start}..{end} is outside the text ({} bytes)", text.len_bytes()));
+        }
+        let boundary = |at: usize| text.try_byte_to_char(at).is_ok_and(|c| text.char_to_byte(c) == at);
+        if !boundary(start) || !boundary(end) {
+            return Err(format!("range {start}..{end} splits a character"));
+        }
+        if end > floor {
+            return Err(format!("range {start}..{end} overlaps another edit"));
+        }
+        floor = start;
+    }
+    Ok(ordered)
 }
 
 /// Reads a text file from disk.
@@ -305,78 +419,133 @@ fn memchr_nul(bytes: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    fn id(path: &Path) -> DocumentId {
+        DocumentId::from_canonical(path)
+    }
+
     #[test]
     fn open_buffers_win_over_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("main.go");
         std::fs::write(&path, "package main\n").unwrap();
         let store = DocumentStore::new();
-        let disk = store.text(&path, 1024).unwrap();
+        let disk = store.text(&id(&path), 1024).unwrap();
         assert_eq!(disk.text.to_string(), "package main\n");
         assert!(matches!(disk.origin, Origin::Disk { lossy: false, .. }));
         assert_eq!(disk.language, Some(Language::Go));
 
-        store.open(path.clone(), "package main // unsaved\n", 3, "go".into());
-        let live = store.text(&path, 1024).unwrap();
+        assert!(store.open(id(&path), "package main // unsaved\n", 3, "go".into()).is_none());
+        let live = store.text(&id(&path), 1024).unwrap();
         assert_eq!(live.text.to_string(), "package main // unsaved\n");
         assert_eq!(live.origin, Origin::Buffer { version: 3 });
-        assert!(store.replace_text(&path, "package other\n", 4));
-        assert_eq!(store.get(&path).unwrap().version, 4);
-        assert!(store.close(&path));
-        assert_eq!(store.text(&path, 1024).unwrap().text.to_string(), "package main\n");
+        // Opening it again is a reload: the previous state comes back.
+        let previous = store.open(id(&path), "package other\n", 1, "go".into()).unwrap();
+        assert_eq!(previous.version, 3);
+        assert_eq!(store.get(&id(&path)).unwrap().version, 1);
+        assert!(store.close(&id(&path)));
+        assert_eq!(store.text(&id(&path), 1024).unwrap().text.to_string(), "package main\n");
     }
 
-    /// Applies changes the way a server does: in order, ranges in `encoding`.
-    fn replay(text: &str, changes: &[TextDocumentContentChangeEvent], encoding: Encoding) -> String {
+    /// Applies LSP content changes the way a server does: in order, ranges in `encoding`.
+    fn replay(text: &str, changes: &[lsp_types::TextDocumentContentChangeEvent], encoding: Encoding) -> String {
         let mut rope = Rope::from_str(text);
         for change in changes {
-            match change.range {
-                None => rope = Rope::from_str(&change.text),
-                Some(range) => {
-                    let (start, _) = position::position_to_offset(&rope, from_lsp(range.start), encoding);
-                    let (end, _) = position::position_to_offset(&rope, from_lsp(range.end), encoding);
-                    let (start, end) = (rope.byte_to_char(start), rope.byte_to_char(end));
-                    rope.remove(start..end);
-                    rope.insert(start, &change.text);
-                }
-            }
+            let range = change.range.map(|range| {
+                let at = |p: lsp_types::Position| {
+                    position::position_to_offset(&rope, Position { line: p.line, character: p.character }, encoding).0
+                };
+                at(range.start)..at(range.end)
+            });
+            replace(&mut rope, range, &change.text);
         }
         rope.to_string()
     }
 
+    /// An editor's changes in UTF-16 are applied in order, and each server's client converts
+    /// them into its own encoding against the text just before each change
+    /// (`backends::client::lsp_change`): replayed by a server in that encoding, they give the
+    /// same text.
     #[test]
-    fn editor_changes_apply_in_order_and_translate_to_every_encoding() {
+    fn editor_changes_apply_in_order_and_convert_to_every_encoding() {
         let store = DocumentStore::new();
-        let path = PathBuf::from("/w/a.go");
+        let doc = id(Path::new("/w/a.go"));
         let original = "x := \"😀\" // é\r\ny := 1\n";
-        store.open(path.clone(), original, 1, "go".into());
-        let change = |(l1, c1): (u32, u32), (l2, c2): (u32, u32), text: &str| TextDocumentContentChangeEvent {
-            range: Some(lsp_types::Range {
-                start: lsp_types::Position { line: l1, character: c1 },
-                end: lsp_types::Position { line: l2, character: c2 },
-            }),
-            range_length: None,
+        store.open(doc.clone(), original, 1, "go".into());
+        let change = |(l1, c1): (u32, u32), (l2, c2): (u32, u32), text: &str| TextChange {
+            range: Some((Position { line: l1, character: c1 }, Position { line: l2, character: c2 })),
             text: text.to_owned(),
         };
         // In UTF-16 the emoji ends at column 8. Insert after it, then replace `é` (moved by the
         // first change to column 16), then join the lines across the CRLF.
         let changes = [change((0, 8), (0, 8), "🎉!"), change((0, 16), (0, 17), "e"), change((0, 17), (1, 0), " ")];
-        let targets = [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32];
-        let applied = store.apply_changes(&path, 2, &changes, Encoding::Utf16, &targets).unwrap();
+        let applied = store.change(&doc, 2, &changes, Encoding::Utf16).unwrap();
         let expected = "x := \"😀🎉!\" // e y := 1\n";
         assert_eq!(applied.text.to_string(), expected);
-        assert_eq!(applied.previous_version, 1);
-        assert_eq!(store.get(&path).unwrap().version, 2);
-        for (encoding, translated) in targets.iter().zip(&applied.translated) {
-            assert_eq!(replay(original, translated, *encoding), expected, "{encoding:?}");
+        assert_eq!((applied.previous_version, applied.version), (1, 2));
+        assert_eq!(store.get(&doc).unwrap().version, 2);
+        for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            let converted: Vec<_> =
+                applied.changes.iter().map(|c| crate::backends::client::lsp_change(c, encoding)).collect();
+            assert_eq!(replay(original, &converted, encoding), expected, "{encoding:?}");
+            if encoding == Encoding::Utf8 {
+                // The first change in UTF-8: `x := "` is 6 bytes, the emoji 4.
+                assert_eq!(converted[0].range.unwrap().start.character, 10);
+            }
         }
-        // The first change in UTF-8: `x := "` is 6 bytes, the emoji 4.
-        assert_eq!(applied.translated[0][0].range.unwrap().start.character, 10);
-        let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "new\n".into() };
-        let applied = store.apply_changes(&path, 3, &[full], Encoding::Utf16, &[Encoding::Utf8]).unwrap();
+        let full = TextChange { range: None, text: "new\n".into() };
+        let applied = store.change(&doc, 3, &[full], Encoding::Utf16).unwrap();
         assert_eq!(applied.text.to_string(), "new\n");
-        let missing = store.apply_changes(Path::new("/w/b.go"), 1, &[], Encoding::Utf16, &[]);
+        assert!(applied.changes[0].range.is_none());
+        let missing = store.change(&id(Path::new("/w/b.go")), 1, &[], Encoding::Utf16);
         assert!(matches!(missing, Err(ChangeError::NotOpen { .. })));
+    }
+
+    /// An agent's byte edits of an open buffer: checked against the version, applied from the
+    /// end, and convertible for every server like an editor's.
+    #[test]
+    fn byte_edits_apply_at_the_expected_version_only() {
+        let store = DocumentStore::new();
+        let doc = id(Path::new("/w/a.py"));
+        let original = "def 😀():\n    return 1\n";
+        store.open(doc.clone(), original, 4, "python".into());
+        let edits = [ByteEdit { range: 0..3, text: "async def".into() }, ByteEdit { range: 23..24, text: "2".into() }];
+        assert!(matches!(store.edit(&doc, 3, &edits), Err(ChangeError::VersionMismatch { current: 4, .. })));
+        let overlapping =
+            [ByteEdit { range: 0..5, text: String::new() }, ByteEdit { range: 4..6, text: String::new() }];
+        assert!(matches!(store.edit(&doc, 4, &overlapping), Err(ChangeError::InvalidEdit { .. })));
+        let split = [ByteEdit { range: 5..6, text: String::new() }];
+        assert!(matches!(store.edit(&doc, 4, &split), Err(ChangeError::InvalidEdit { .. })));
+        let applied = store.edit(&doc, 4, &edits).unwrap();
+        let expected = "async def 😀():\n    return 2\n";
+        assert_eq!(applied.text.to_string(), expected);
+        assert_eq!(apply_edits(&Rope::from_str(original), &edits).unwrap(), expected);
+        assert_eq!(store.get(&doc).unwrap().version, 5);
+        for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            let converted: Vec<_> =
+                applied.changes.iter().map(|c| crate::backends::client::lsp_change(c, encoding)).collect();
+            assert_eq!(replay(original, &converted, encoding), expected, "{encoding:?}");
+        }
+    }
+
+    /// A waiter is woken by the change it waits for, not by polling.
+    #[test]
+    fn waiters_wake_on_changes() {
+        let store = std::sync::Arc::new(DocumentStore::new());
+        let doc = id(Path::new("/w/a.go"));
+        store.open(doc.clone(), "a", 1, "go".into());
+        let writer = {
+            let (store, doc) = (store.clone(), doc.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                store.change(&doc, 2, &[TextChange { range: None, text: "b".into() }], Encoding::Utf8).unwrap();
+            })
+        };
+        let started = std::time::Instant::now();
+        let long = std::time::Duration::from_secs(10);
+        assert!(store.wait_until(long, |s| s.get(&doc).is_some_and(|d| d.version == 2)));
+        assert!(started.elapsed() < long);
+        writer.join().unwrap();
+        assert!(!store.wait_until(std::time::Duration::from_millis(20), |s| s.get(&doc).is_none()));
     }
 
     #[test]

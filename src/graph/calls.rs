@@ -192,7 +192,7 @@ pub fn ask_servers(
                 continue;
             }
         };
-        let text = match documents.text(&job.absolute, max_bytes) {
+        let text = match documents.text(&crate::workspace::DocumentId::from_canonical(&job.absolute), max_bytes) {
             Ok(source) => source.text,
             Err(err) => {
                 outcomes[idx] = Some(Err(NotAnswered::Failed(format!("{}: {err}", job.relative))));

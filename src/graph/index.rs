@@ -318,7 +318,7 @@ fn analyse_file(
     language: Language,
     max_bytes: u64,
 ) -> Result<FileAnalysis, String> {
-    let source = documents.text(&path.absolute, max_bytes).map_err(|err| format!("{}: {err}", path.relative))?;
+    let source = documents.text(&path.id(), max_bytes).map_err(|err| format!("{}: {err}", path.relative))?;
     let parsed = crate::syntax::parse(language, &source.text)
         .ok_or_else(|| format!("{}: the {} parser gave up", path.relative, language.name()))?;
     Ok(extract(&parsed, &path.relative))

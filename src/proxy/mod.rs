@@ -23,6 +23,7 @@
 mod capabilities;
 mod frame;
 mod route;
+mod spelling;
 mod translate;
 mod upstream;
 
@@ -46,8 +47,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tower::ServiceBuilder;
 
-use crate::backends::LspClient;
-use crate::documents::{Encoding, Language};
+use crate::documents::{Encoding, Language, TextChange};
 use crate::engine::Engine;
 use crate::workspace::Workspace;
 
@@ -122,7 +122,6 @@ pub async fn serve(
         editor: OnceLock::new(),
         root_hint: root,
         session: OnceLock::new(),
-        docs: Mutex::new(HashMap::new()),
         upstream: Mutex::new(upstream::State::default()),
         starting: Mutex::new(HashMap::new()),
         listener: Mutex::new(None),
@@ -228,8 +227,6 @@ pub(crate) struct Shared {
     editor: OnceLock<ClientSocket>,
     root_hint: Option<PathBuf>,
     session: OnceLock<Session>,
-    /// The documents the editor has open, by URI.
-    docs: Mutex<HashMap<Url, OpenDoc>>,
     upstream: Mutex<upstream::State>,
     /// When servers for a language were last started for a document (so a language without an
     /// installed server is not retried on every keystroke).
@@ -253,16 +250,8 @@ pub(crate) struct Session {
     legend: OnceLock<Value>,
     /// Per server name, how its legend maps onto [`Session::legend`].
     legend_maps: Mutex<HashMap<String, LegendMap>>,
-}
-
-/// A document the editor has open.
-#[derive(Debug, Clone)]
-struct OpenDoc {
-    path: PathBuf,
-    language: Option<Language>,
-    language_id: String,
-    /// The (server, project root) pairs serving it, in the language's server order.
-    servers: Vec<(String, PathBuf)>,
+    /// The editor's spelling of URIs (servers see canonical ones).
+    spellings: Arc<spelling::Spellings>,
 }
 
 impl Session {
@@ -312,23 +301,6 @@ impl Shared {
         self.notify_editor("window/logMessage", json!({ "type": typ, "message": message }));
     }
 
-    /// The running clients of an open document, in server order, and whether some of its
-    /// servers are not running yet.
-    fn doc_clients(&self, session: &Session, doc: &OpenDoc) -> (Vec<Arc<LspClient>>, bool) {
-        let backends = session.engine.backends();
-        let mut missing = false;
-        let clients = doc
-            .servers
-            .iter()
-            .filter_map(|(name, root)| {
-                let client = backends.running_client(name, root);
-                missing |= client.is_none();
-                client
-            })
-            .collect();
-        (clients, missing)
-    }
-
     /// Starts the servers `path` needs in the background, at most once per language every
     /// 30 seconds; each new server opens the editor's documents itself (see
     /// [`upstream::EditorLink`]'s `started`).
@@ -354,18 +326,6 @@ impl Shared {
                 }
             }
         });
-    }
-
-    /// The (server, project root) pairs that serve `path` in `language`.
-    fn servers_for(&self, session: &Session, path: &Path, language: Option<Language>) -> Vec<(String, PathBuf)> {
-        let Some(language) = language else { return Vec::new() };
-        let backends = session.engine.backends();
-        match backends.specs_for(language) {
-            Ok(specs) => {
-                specs.into_iter().map(|(spec, _)| (spec.name.clone(), backends.project_root(spec, path))).collect()
-            }
-            Err(_) => Vec::new(),
-        }
     }
 }
 
@@ -459,41 +419,33 @@ impl LspService for Proxy {
     }
 }
 
-/// Handles one editor notification (see the module documentation). Errors are reported to the
-/// editor's log; the session goes on.
+/// Handles one editor notification (see the module documentation): text sync goes through the
+/// Engine's document API, keyed by the [`crate::workspace::DocumentId`] the workspace makes of
+/// the editor's URI. Errors are reported to the editor's log; the session goes on.
 fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) -> Result<(), String> {
-    let documents = session.engine.documents();
+    let engine = &session.engine;
     let parse_error = |err: serde_json::Error| format!("invalid params: {err}");
+    let id_of = |uri: &Url| session.spellings.id(engine.workspace(), uri).map_err(|err| err.to_string());
     match notification.method.as_str() {
         "initialized" | "$/cancelRequest" => {}
         "textDocument/didOpen" => {
             let params: DidOpenTextDocumentParams = serde_json::from_value(notification.params).map_err(parse_error)?;
             let item = params.text_document;
-            let path = item.uri.to_file_path().map_err(|()| format!("not a file URI: {}", item.uri))?;
-            let language = Language::from_name(&item.language_id).or_else(|| Language::from_path(&path));
-            documents.open(path.clone(), &item.text, item.version, item.language_id.clone());
-            let doc = OpenDoc {
-                servers: shared.servers_for(session, &path, language),
-                path,
-                language,
-                language_id: item.language_id,
-            };
-            shared.docs.lock().unwrap_or_else(|e| e.into_inner()).insert(item.uri.clone(), doc.clone());
-            let (clients, missing) = shared.doc_clients(session, &doc);
-            if let Some(text) = documents.get(&doc.path).map(|d| d.text) {
-                for client in clients {
-                    if let Err(err) = client.open_editor_document(&item.uri, &doc.language_id, item.version, &text) {
-                        tracing::warn!("{err}");
-                    }
-                }
+            let id = id_of(&item.uri)?;
+            session.spellings.opened(&id, &item.uri);
+            let opened = engine.open_document(id.clone(), item.language_id, item.version, &item.text);
+            if opened.reload {
+                tracing::debug!("{} opened again: a reload", item.uri);
             }
-            if missing && let Some(language) = doc.language {
-                shared.start_servers_for(session, &doc.path, language);
+            if opened.missing
+                && let Some(language) = opened.language
+            {
+                shared.start_servers_for(session, id.path(), language);
             }
-            if doc.servers.is_empty()
-                && let Some(language) = doc.language
+            if opened.servers.is_empty()
+                && let Some(language) = opened.language
                 && let Err(err @ crate::backends::BackendError::NotInstalled { .. }) =
-                    session.engine.backends().specs_for(language)
+                    engine.backends().specs_for(language)
                 && shared.starting.lock().unwrap_or_else(|e| e.into_inner()).insert(language, Instant::now()).is_none()
             {
                 // Said once per language: its documents get no answers until it is installed.
@@ -503,76 +455,60 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
         "textDocument/didChange" => {
             let params: DidChangeTextDocumentParams =
                 serde_json::from_value(notification.params).map_err(parse_error)?;
-            let uri = params.text_document.uri;
-            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
-            let Some(doc) = doc else { return Err(format!("{uri} is not open")) };
-            let (clients, _) = shared.doc_clients(session, &doc);
-            let targets: Vec<Encoding> = clients.iter().map(|c| c.encoding).collect();
-            let applied = documents
-                .apply_changes(
-                    &doc.path,
-                    params.text_document.version,
-                    &params.content_changes,
-                    session.encoding,
-                    &targets,
-                )
+            let id = id_of(&params.text_document.uri)?;
+            let changes: Vec<TextChange> = params
+                .content_changes
+                .into_iter()
+                .map(|change| TextChange {
+                    range: change.range.map(|range| (from_lsp(range.start), from_lsp(range.end))),
+                    text: change.text,
+                })
+                .collect();
+            engine
+                .change_document(&id, params.text_document.version, session.encoding, &changes)
                 .map_err(|err| err.to_string())?;
-            for (client, changes) in clients.iter().zip(applied.translated) {
-                if let Err(err) = client.change_editor_document(
-                    &uri,
-                    &doc.language_id,
-                    applied.previous_version,
-                    params.text_document.version,
-                    changes,
-                    &applied.text,
-                ) {
-                    tracing::warn!("{err}");
-                }
-            }
         }
         "textDocument/didSave" => {
             let params: DidSaveTextDocumentParams = serde_json::from_value(notification.params).map_err(parse_error)?;
-            let uri = params.text_document.uri;
-            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned();
-            if let Some(doc) = doc
-                && let Some(text) = documents.get(&doc.path).map(|d| d.text)
-            {
-                for client in shared.doc_clients(session, &doc).0 {
-                    let _ = client.save_editor_document(&uri, &text);
-                }
-            }
+            engine.save_document(&id_of(&params.text_document.uri)?);
         }
         "textDocument/didClose" => {
             let params: DidCloseTextDocumentParams =
                 serde_json::from_value(notification.params).map_err(parse_error)?;
-            let uri = params.text_document.uri;
-            let doc = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).remove(&uri);
-            if let Some(doc) = doc {
-                documents.close(&doc.path);
-                for client in shared.doc_clients(session, &doc).0 {
-                    let _ = client.close_editor_document(&uri);
-                }
-            }
+            let id = id_of(&params.text_document.uri)?;
+            session.spellings.closed(&id);
+            engine.close_document(&id);
         }
         method => {
             // Anything else goes to the servers of its document, or to every server.
-            let uri = notification
-                .params
+            let mut params = notification.params;
+            let uri = params
                 .get("textDocument")
                 .and_then(|d| d.get("uri"))
                 .and_then(Value::as_str)
                 .and_then(|u| Url::parse(u).ok());
-            let doc = uri.and_then(|uri| shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&uri).cloned());
-            let clients = match doc {
-                Some(doc) => shared.doc_clients(session, &doc).0,
-                None => session.engine.backends().running(),
+            session.spellings.to_servers(engine.workspace(), &mut params);
+            let clients = match uri.map(|uri| id_of(&uri)) {
+                Some(Ok(id)) => {
+                    let language = engine
+                        .documents()
+                        .get(&id)
+                        .and_then(|d| Language::from_name(&d.language_id))
+                        .or_else(|| Language::from_path(id.path()));
+                    engine.backends().clients_of(&id, language).0
+                }
+                _ => engine.backends().running(),
             };
             for client in clients {
-                let _ = client.notify_any(method, notification.params.clone());
+                let _ = client.notify_any(method, params.clone());
             }
         }
     }
     Ok(())
+}
+
+fn from_lsp(position: lsp_types::Position) -> crate::documents::Position {
+    crate::documents::Position { line: position.line, character: position.character }
 }
 
 /// filepuff's own request, and notification: the language servers behind this session. The
@@ -644,7 +580,9 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         editor_capabilities.clone(),
         encoding,
     );
+    let editor_root = workspace_root_uri(&params);
     let session = Session {
+        spellings: Arc::new(spelling::Spellings::new(editor_root.as_ref(), engine.workspace().root())),
         engine: engine.clone(),
         encoding,
         editor_capabilities,
@@ -716,6 +654,17 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         "capabilities": union,
         "serverInfo": { "name": "filepuff", "version": env!("CARGO_PKG_VERSION") }
     }))
+}
+
+/// The URI of the workspace root as the editor spelt it: the first workspace folder, else
+/// `rootUri`, else `rootPath`.
+fn workspace_root_uri(params: &Value) -> Option<Url> {
+    let folder = params.pointer("/workspaceFolders/0/uri").and_then(Value::as_str);
+    let root_uri = params.get("rootUri").and_then(Value::as_str);
+    if let Some(uri) = folder.or(root_uri).and_then(|u| Url::parse(u).ok()) {
+        return Some(uri);
+    }
+    params.get("rootPath").and_then(Value::as_str).and_then(|p| Url::from_directory_path(p).ok())
 }
 
 /// The workspace root `initialize` names: the first workspace folder, else `rootUri`, else

@@ -24,7 +24,7 @@ use lsp_types::Url;
 use serde_json::{Value, json};
 
 use super::translate::{self, Translator};
-use super::{OpenDoc, Session, Shared, error, internal, ready};
+use super::{Session, Shared, error, internal, ready};
 use crate::backends::{BackendError, LspClient};
 use crate::documents::{Encoding, Language};
 use crate::engine::Engine;
@@ -111,6 +111,8 @@ pub(crate) fn request(
     let method = request.method.clone();
     let mut params = request.params;
     let backends = session.engine.backends();
+    // Servers see one spelling per document: the canonical one.
+    session.spellings.to_servers(session.engine.workspace(), &mut params);
 
     // Items a server made go back to it.
     if RESOLVE.contains(&method.as_str()) || ITEM.contains(&method.as_str()) {
@@ -159,35 +161,30 @@ pub(crate) fn request(
     let Ok(url) = Url::parse(&uri) else {
         return ready(Err(error(ErrorCode::INVALID_PARAMS, format!("invalid document URI {uri:?}"))));
     };
-    let open = shared.docs.lock().unwrap_or_else(|e| e.into_inner()).get(&url).cloned();
-    let doc = match open {
-        Some(doc) => doc,
-        None => {
-            let Ok(path) = url.to_file_path() else {
-                return ready(Err(error(ErrorCode::INVALID_PARAMS, format!("not a file URI: {uri}"))));
-            };
-            let language = Language::from_path(&path);
-            OpenDoc {
-                servers: shared.servers_for(session, &path, language),
-                language_id: language.map(|l| l.lsp_id().to_owned()).unwrap_or_default(),
-                path,
-                language,
-            }
-        }
+    let engine = &session.engine;
+    let id = match session.spellings.id(engine.workspace(), &url) {
+        Ok(id) => id,
+        Err(err) => return ready(Err(error(ErrorCode::INVALID_PARAMS, err))),
     };
-    if doc.servers.is_empty() {
+    let uri = id.uri().to_string();
+    let language = engine
+        .documents()
+        .get(&id)
+        .and_then(|d| Language::from_name(&d.language_id))
+        .or_else(|| Language::from_path(id.path()));
+    if engine.backends().serving(&id, language).is_empty() {
         // No server serves this language (Markdown, a language without one configured).
         return ready(Ok(Value::Null));
     }
-    let (clients, missing) = shared.doc_clients(session, &doc);
+    let (clients, missing) = engine.backends().clients_of(&id, language);
     if missing {
         // Some server of this document is not running (still starting, or just crashed):
         // start it, then route.
-        let Some(language) = doc.language else { return ready(Ok(Value::Null)) };
+        let Some(language) = language else { return ready(Ok(Value::Null)) };
         let me = shared.clone();
-        let engine = session.engine.clone();
+        let engine = engine.clone();
         return Box::pin(async move {
-            let path = doc.path.clone();
+            let path = id.path().to_path_buf();
             let started = tokio::task::spawn_blocking({
                 let engine = engine.clone();
                 move || engine.backends().acquire_all(&path, language)
@@ -198,7 +195,7 @@ pub(crate) fn request(
                 return Err(error(ErrorCode::REQUEST_FAILED, err));
             }
             let Some(session) = me.ready_session() else { return Ok(Value::Null) };
-            let (clients, _) = me.doc_clients(session, &doc);
+            let (clients, _) = engine.backends().clients_of(&id, Some(language));
             dispatch(session, clients, &method, params, uri).await
         });
     }
@@ -271,6 +268,7 @@ struct Ctx {
     encoding: Encoding,
     /// The editor's semantic-token legend and `client`'s map onto it, when known.
     legend: Option<(Value, Option<translate::LegendMap>)>,
+    spellings: Arc<super::spelling::Spellings>,
 }
 
 fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
@@ -278,6 +276,7 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
     Ctx {
         engine: session.engine.clone(),
         encoding: session.encoding,
+        spellings: session.spellings.clone(),
         legend: session.legend.get().filter(|_| tokens).map(|legend| {
             let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
             (legend.clone(), map)
@@ -306,10 +305,10 @@ fn forward(
     params: Value,
     uri: Option<String>,
 ) -> BoxFuture<'static, Result<Value, ResponseError>> {
-    let max_bytes = ctx.engine.workspace().config().limits.max_file_bytes;
+    let workspace = ctx.engine.workspace();
     let mut outgoing = params.clone();
     let documents = ctx.engine.documents();
-    Translator::new(ctx.encoding, client.encoding, documents, max_bytes).value(&mut outgoing, uri.as_deref());
+    Translator::new(ctx.encoding, client.encoding, workspace, documents).value(&mut outgoing, uri.as_deref());
     let legend_map = legend_map(&ctx, &client);
     let mut sent_method = method.clone();
     if method == "textDocument/semanticTokens/full/delta" && !tokens_pass_through(&ctx, &client, &legend_map) {
@@ -336,16 +335,17 @@ fn forward(
             }
             Err(err) => return Err(err),
         };
-        let documents = ctx.engine.documents();
-        Translator::new(client.encoding, ctx.encoding, documents, max_bytes).value(&mut value, uri.as_deref());
+        let (workspace, documents) = (ctx.engine.workspace(), ctx.engine.documents());
+        Translator::new(client.encoding, ctx.encoding, workspace, documents).value(&mut value, uri.as_deref());
         if method.starts_with("textDocument/semanticTokens/") && !tokens_pass_through(&ctx, &client, &legend_map) {
             let text =
-                uri.as_deref().and_then(|u| Translator::new(ctx.encoding, ctx.encoding, documents, max_bytes).text(u));
+                uri.as_deref().and_then(|u| Translator::new(ctx.encoding, ctx.encoding, workspace, documents).text(u));
             if let (Some(text), Some(map)) = (text, legend_map.as_ref()) {
                 translate::semantic_tokens(&mut value, &text, client.encoding, ctx.encoding, map);
             }
         }
         tag(&method, &mut value, client.serial);
+        ctx.spellings.to_editor(&mut value);
         Ok(value)
     })
 }

@@ -23,22 +23,24 @@ use serde_json::Value;
 
 use crate::documents::DocumentStore;
 use crate::documents::position::{self, Encoding, Position};
+use crate::workspace::Workspace;
 
 /// Converts positions from one encoding to another, reading each document's text once: the
 /// editor's buffer when it is open, else the file on disk.
 pub struct Translator<'a> {
     from: Encoding,
     to: Encoding,
+    workspace: &'a Workspace,
     documents: &'a DocumentStore,
-    max_bytes: u64,
     texts: HashMap<String, Option<Rope>>,
 }
 
 impl<'a> Translator<'a> {
-    /// A translator from `from` units to `to` units. Files over `max_bytes` are not read (their
-    /// positions pass unchanged).
-    pub fn new(from: Encoding, to: Encoding, documents: &'a DocumentStore, max_bytes: u64) -> Translator<'a> {
-        Translator { from, to, documents, max_bytes, texts: HashMap::new() }
+    /// A translator from `from` units to `to` units, reading documents (open buffers first) as
+    /// the workspace resolves their URIs. Files over `[limits] max_file_bytes` are not read
+    /// (their positions pass unchanged).
+    pub fn new(from: Encoding, to: Encoding, workspace: &'a Workspace, documents: &'a DocumentStore) -> Translator<'a> {
+        Translator { from, to, workspace, documents, texts: HashMap::new() }
     }
 
     /// Whether there is nothing to translate.
@@ -51,10 +53,11 @@ impl<'a> Translator<'a> {
         if let Some(text) = self.texts.get(uri) {
             return text.clone();
         }
+        let max_bytes = self.workspace.config().limits.max_file_bytes;
         let text = url::Url::parse(uri)
             .ok()
-            .and_then(|url| url.to_file_path().ok())
-            .and_then(|path| self.documents.text(&path, self.max_bytes).ok())
+            .and_then(|url| self.workspace.document_id_for_uri(&url).ok())
+            .and_then(|id| self.documents.text(&id, max_bytes).ok())
             .map(|source| source.text);
         self.texts.insert(uri.to_owned(), text.clone());
         text
@@ -217,14 +220,19 @@ pub fn semantic_tokens(result: &mut Value, text: &Rope, from: Encoding, to: Enco
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::path::PathBuf;
+
+    fn id(path: &str) -> crate::workspace::DocumentId {
+        crate::workspace::DocumentId::from_canonical(std::path::Path::new(path))
+    }
 
     #[test]
     fn positions_follow_their_documents() {
         let store = DocumentStore::new();
-        store.open(PathBuf::from("/w/a.go"), "s := \"😀\" + x\n", 1, "go".into());
-        store.open(PathBuf::from("/w/b.go"), "é = x\n", 1, "go".into());
-        let mut translator = Translator::new(Encoding::Utf8, Encoding::Utf16, &store, 1 << 20);
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::with_config(dir.path(), Default::default()).unwrap();
+        store.open(id("/w/a.go"), "s := \"😀\" + x\n", 1, "go".into());
+        store.open(id("/w/b.go"), "é = x\n", 1, "go".into());
+        let mut translator = Translator::new(Encoding::Utf8, Encoding::Utf16, &workspace, &store);
         // `x` is at byte 16 of a.go (UTF-16 column 13) and byte 5 of b.go (column 4).
         let mut value = json!({
             "textDocument": { "uri": "file:///w/a.go" },
@@ -249,9 +257,11 @@ mod tests {
     #[test]
     fn incoming_call_ranges_belong_to_the_caller() {
         let store = DocumentStore::new();
-        store.open(PathBuf::from("/w/callee.go"), "f()\n", 1, "go".into());
-        store.open(PathBuf::from("/w/caller.go"), "😀😀 f()\n", 1, "go".into());
-        let mut translator = Translator::new(Encoding::Utf16, Encoding::Utf8, &store, 1 << 20);
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::with_config(dir.path(), Default::default()).unwrap();
+        store.open(id("/w/callee.go"), "f()\n", 1, "go".into());
+        store.open(id("/w/caller.go"), "😀😀 f()\n", 1, "go".into());
+        let mut translator = Translator::new(Encoding::Utf16, Encoding::Utf8, &workspace, &store);
         let mut value = json!([{
             "from": { "uri": "file:///w/caller.go", "range": { "start": { "line": 0, "character": 5 }, "end": { "line": 0, "character": 6 } } },
             "fromRanges": [ { "start": { "line": 0, "character": 5 }, "end": { "line": 0, "character": 6 } } ]

@@ -64,11 +64,14 @@ fn token_string(token: &Value) -> String {
     }
 }
 
-/// Translates `params` from `client`'s encoding to the editor's.
+/// Translates `params` from `client`'s encoding to the editor's, and its URIs to the editor's
+/// spelling.
 fn to_editor(session: &Session, client: Option<&Arc<LspClient>>, params: &mut Value) {
-    let Some(client) = client else { return };
-    let max_bytes = session.engine.workspace().config().limits.max_file_bytes;
-    Translator::new(client.encoding, session.encoding, session.engine.documents(), max_bytes).value(params, None);
+    if let Some(client) = client {
+        let engine = &session.engine;
+        Translator::new(client.encoding, session.encoding, engine.workspace(), engine.documents()).value(params, None);
+    }
+    session.spellings.to_editor(params);
 }
 
 impl Upstream for EditorLink {
@@ -168,24 +171,9 @@ impl Upstream for EditorLink {
         })
     }
 
-    fn started(&self, client: &Arc<LspClient>) {
+    fn started(&self, _client: &Arc<LspClient>) {
+        // The backends open the editor's documents on it themselves; the status bar changes.
         let Some(shared) = self.0.upgrade() else { return };
-        let Some(session) = shared.session.get() else { return };
-        let docs: Vec<(lsp_types::Url, super::OpenDoc)> = shared
-            .docs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|(_, doc)| doc.servers.iter().any(|(name, root)| *name == client.name && *root == client.root))
-            .map(|(uri, doc)| (uri.clone(), doc.clone()))
-            .collect();
-        for (uri, doc) in docs {
-            if let Some(document) = session.engine.documents().get(&doc.path)
-                && let Err(err) = client.open_editor_document(&uri, &doc.language_id, document.version, &document.text)
-            {
-                tracing::warn!("{err}");
-            }
-        }
         shared.send_status();
     }
 
@@ -378,22 +366,32 @@ impl Editor for EditorLink {
         let mut document_changes = Vec::new();
         let mut changes = serde_json::Map::new();
         for edit in edits {
-            let uri =
-                lsp_types::Url::from_file_path(&edit.path).map_err(|()| format!("bad path {}", edit.path.display()))?;
-            // One range: the span between the common prefix and suffix, in the editor's units.
-            let change = crate::backends::client::incremental_change(
-                &edit.old_text,
-                &ropey::Rope::from_str(&edit.new_text),
-                session.encoding,
-            );
-            let text_edit = json!({ "range": change.range, "newText": change.text });
+            // The URI the editor opened the document with: the same buffer, not a second one.
+            let uri = session.spellings.editor_uri(&edit.id);
+            // Every range against the text before any of them (LSP 3.17 "TextEdit"), in the
+            // editor's units.
+            let text_edits: Vec<Value> = edit
+                .edits
+                .iter()
+                .map(|byte_edit| {
+                    let at = |offset| {
+                        let (p, _) =
+                            crate::documents::position::offset_to_position(&edit.before, offset, session.encoding);
+                        json!({ "line": p.line, "character": p.character })
+                    };
+                    json!({
+                        "range": { "start": at(byte_edit.range.start), "end": at(byte_edit.range.end) },
+                        "newText": byte_edit.text,
+                    })
+                })
+                .collect();
             if versioned {
                 document_changes.push(json!({
                     "textDocument": { "uri": uri, "version": edit.version },
-                    "edits": [text_edit],
+                    "edits": text_edits,
                 }));
             } else {
-                changes.insert(uri.to_string(), json!([text_edit]));
+                changes.insert(uri.to_string(), Value::Array(text_edits));
             }
         }
         let edit =
@@ -408,19 +406,14 @@ impl Editor for EditorLink {
             let reason = result.get("failureReason").and_then(Value::as_str).map(str::to_owned);
             return Ok(EditorAnswer::Refused { reason });
         }
-        // The editor's didChange for each document brings the text here; wait for them so the
-        // agent's next read sees its edit.
-        let deadline = std::time::Instant::now() + EDITOR_DID_CHANGE;
+        // The editor's didChange for each document brings the text here; wait for them (the
+        // store wakes us on each change) so the agent's next read sees its edit.
         let documents = session.engine.documents();
-        while edits.iter().any(|e| documents.get(&e.path).is_some_and(|d| d.version <= e.version)) {
-            if std::time::Instant::now() >= deadline {
-                tracing::warn!(
-                    "the editor applied an edit but sent no didChange within {} s",
-                    EDITOR_DID_CHANGE.as_secs()
-                );
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+        let arrived = documents.wait_until(EDITOR_DID_CHANGE, |store| {
+            edits.iter().all(|e| store.get(&e.id).is_none_or(|d| d.version != e.version))
+        });
+        if !arrived {
+            tracing::warn!("the editor applied an edit but sent no didChange within {} s", EDITOR_DID_CHANGE.as_secs());
         }
         Ok(EditorAnswer::Applied)
     }

@@ -19,7 +19,7 @@ use super::{SearchError, build_walk, normalise_lone_cr, resolve_walked, walk_roo
 use crate::documents::{BINARY_PROBE_BYTES, Language};
 use crate::engine::Engine;
 use crate::syntax::pattern::{RawMatch, StructuralQuery};
-use crate::workspace::ResolvedPath;
+use crate::workspace::{DocumentId, ResolvedPath};
 
 /// A structural search request. Paths are already resolved by the workspace.
 pub struct StructuralRequest<'q> {
@@ -68,7 +68,7 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
     let roots = walk_roots(workspace, &request.paths);
     let walk = build_walk(workspace, &roots, None)?;
     let documents = engine.documents();
-    let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
+    let open_paths: HashSet<PathBuf> = documents.open_ids().iter().map(|id| id.path().to_path_buf()).collect();
     let collector = Collector {
         files: BoundedByPath::new(request.max_results),
         total_matches: AtomicUsize::new(0),
@@ -119,7 +119,7 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
         if !roots.iter().any(|root| path.starts_with(root)) {
             continue;
         }
-        let Some(document) = documents.get(&path) else { continue };
+        let Some(document) = documents.get(&DocumentId::from_canonical(&path)) else { continue };
         let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&path));
         if doc_language != Some(language) {
             continue;

@@ -15,7 +15,7 @@ use ignore::types::Types;
 use super::stream::{DiskText, read_whole};
 use super::{SearchError, build_walk, normalise_lone_cr};
 use crate::documents::DocumentStore;
-use crate::workspace::Workspace;
+use crate::workspace::{DocumentId, Workspace};
 
 /// Per-call changes to the workspace's walk (`[walk]` in `filepuff.toml`).
 #[derive(Debug, Clone, Default)]
@@ -160,7 +160,7 @@ where
     let config = workspace.config();
     let walk = walk_with(workspace, roots, types.clone(), options)?;
     let overrides = options.overrides(workspace)?;
-    let open_paths: HashSet<PathBuf> = documents.open_paths().into_iter().collect();
+    let open_paths: HashSet<PathBuf> = documents.open_ids().iter().map(|id| id.path().to_path_buf()).collect();
     let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let files_visited = AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -228,7 +228,7 @@ where
         if !walked && !buffer_in_scope(&path, roots, types.as_ref(), &overrides, options) {
             continue;
         }
-        let Some(document) = documents.get(&path) else { continue };
+        let Some(document) = documents.get(&DocumentId::from_canonical(&path)) else { continue };
         files_visited.fetch_add(1, Ordering::Relaxed);
         let mut text = document.text.to_string().into_bytes();
         normalise_lone_cr(&mut text);

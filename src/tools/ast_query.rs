@@ -147,7 +147,7 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
     let mut paths = Vec::new();
     for path in &params.paths {
         let resolved = workspace.resolve(path)?;
-        if !resolved.absolute.exists() && !engine.documents().is_open(&resolved.absolute) {
+        if !resolved.absolute.exists() && !engine.documents().is_open(&resolved.id()) {
             return Err(ToolError::new(
                 ErrorCode::FileNotFound,
                 format!("path not found: {}", resolved.relative),

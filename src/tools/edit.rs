@@ -1,21 +1,19 @@
 //! `edit_preview` and `edit_apply` (seed: filepuff API reference, "Edit Operations"), plus the
 //! stale-edit guard `expected_hash`.
 //!
-//! The edit is computed by [`crate::edits::plan`] on the file's current text. Who owns that text
-//! decides where the result goes: an open document (the editor's buffer) gets the new text as
-//! its next version in the documents store; a file on disk is replaced atomically under an
-//! exclusive advisory lock ([`crate::edits::write`]). The editor-facing proxy will route the
-//! open-document case to the editor as `workspace/applyEdit` at this same seam.
+//! The edit is computed by [`crate::edits::plan`] on the text [`Engine::edit_base`] gives (the
+//! open buffer, else the disk under a lock) and lands through [`Engine::commit`], which decides
+//! where: the editor (`workspace/applyEdit`), the open buffer, or an atomic disk write.
 
 use ropey::Rope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorCode, ToolError, error::read_error};
-use crate::documents::{self, Language};
-use crate::edits::write::{LockedFile, WriteError};
+use crate::documents::{self, ByteEdit, Language};
+use crate::edits::write::WriteError;
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
-use crate::engine::{BufferEdit, EditorAnswer, Engine};
+use crate::engine::{CommitError, CommitOutcome, Engine, FileEdit, Landing};
 use crate::tools::{DiagnosticInfo, file_diagnostics};
 
 /// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
@@ -151,8 +149,8 @@ pub fn edit_apply(engine: &Engine, params: EditParams) -> Result<EditOutput, Too
 fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, ToolError> {
     let workspace = engine.workspace();
     let resolved = workspace.resolve(&params.file)?;
+    let id = resolved.id();
     let shown = resolved.relative.clone();
-    let max_bytes = workspace.config().limits.max_file_bytes;
     let selector = Selector {
         kind: params.selector_kind.clone(),
         name: params.selector_name.clone(),
@@ -163,110 +161,82 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
         pattern: params.selector_pattern.clone(),
     };
 
-    if let Some(document) = engine.documents().get(&resolved.absolute) {
-        // The editor's buffer is the truth: edit it, never the disk under it.
-        let source = document.text.to_string();
-        let old_hash = documents::content_hash(source.as_bytes());
-        check_hash(&params, &old_hash, &shown)?;
-        let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&resolved.absolute));
-        let parsed = language.and_then(|l| engine.syntax().parse(&resolved.absolute, l, &document.text));
-        let planned = edits::plan(
-            &source,
-            language,
-            parsed.as_deref(),
-            params.operation,
-            params.new_content.as_deref(),
-            &selector,
-        )
-        .map_err(|err| edit_error(err, &shown))?;
-        let mut output = output(&shown, &params, &source, &planned, old_hash);
-        if apply && output.changed {
-            if let Some(editor) = engine.editor() {
-                // An editor holds this buffer: the edit goes to it (workspace/applyEdit), an
-                // ordinary undoable edit there; its didChange brings the text back here.
-                let edit = BufferEdit {
-                    path: resolved.absolute.clone(),
-                    version: document.version,
-                    old_text: document.text.clone(),
-                    new_text: planned.new_text.clone(),
-                };
-                let label = format!("filepuff: {} in {shown}", output.operation);
-                match editor.apply(&label, &[edit]).map_err(|message| editor_unavailable(&shown, message))? {
-                    EditorAnswer::Applied => {
-                        output.applied = true;
-                        output.written_to = Some("editor".to_owned());
-                        output.buffer_version = engine.documents().get(&resolved.absolute).map(|d| d.version);
-                        if workspace.config().lsp.save_agent_edits {
-                            save_buffer(&resolved.absolute, &planned.new_text, max_bytes, &shown)?;
-                            output.written_to = Some("editor+disk".to_owned());
-                        }
-                    }
-                    EditorAnswer::Refused { reason } => {
-                        output.editor_refused =
-                            Some(reason.unwrap_or_else(|| "the editor did not apply the edit".to_owned()));
-                    }
-                }
-                return Ok(output);
-            }
-            let version = engine
-                .documents()
-                .replace_if_version(&resolved.absolute, document.version, &planned.new_text)
-                .map_err(|current| {
-                    ToolError::new(
-                        ErrorCode::EditBufferChanged,
-                        format!("the open buffer of {shown} changed while the edit was computed"),
-                        "Retry the edit; it will be computed on the buffer's new text.",
-                    )
-                    .with("path", shown.as_str())
-                    .with("expected_version", document.version)
-                    .with("current_version", current)
-                })?;
-            if let Some(tree) = planned.new_tree {
-                engine.syntax().insert(&resolved.absolute, tree);
-            }
-            output.applied = true;
-            output.written_to = Some("buffer".to_owned());
-            output.buffer_version = Some(version);
-        }
-        return Ok(output);
-    }
-
-    let mut locked = LockedFile::open(&resolved.absolute, max_bytes).map_err(|err| write_error(err, &shown))?;
-    let source = locked.read_text(max_bytes).map_err(|err| write_error(err, &shown))?;
+    // The text the edit is computed on (the Engine decides: the open buffer, else the disk under
+    // a lock held until the commit).
+    let base = engine.edit_base(&id, &shown).map_err(commit_error)?;
+    let rope = base.text();
+    let source = rope.to_string();
     let old_hash = documents::content_hash(source.as_bytes());
     check_hash(&params, &old_hash, &shown)?;
-    let language = Language::from_path(&resolved.absolute);
-    let rope = Rope::from_str(&source);
-    let parsed = language.and_then(|l| engine.syntax().parse(&resolved.absolute, l, &rope));
+    let language = match engine.documents().get(&id) {
+        Some(document) => Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path())),
+        None => Language::from_path(id.path()),
+    };
+    let parsed = language.and_then(|l| engine.syntax().parse(id.path(), l, &rope));
     let planned =
         edits::plan(&source, language, parsed.as_deref(), params.operation, params.new_content.as_deref(), &selector)
             .map_err(|err| edit_error(err, &shown))?;
     let mut output = output(&shown, &params, &source, &planned, old_hash);
-    if apply && output.changed {
-        let want_diagnostics = language.is_some_and(|l| {
-            params.diagnostics.unwrap_or_else(|| engine.backends().is_running_for(&resolved.absolute, l))
-        });
-        let before = match language {
-            Some(language) if want_diagnostics => Some(diagnostics_of(engine, &resolved.absolute, language, &rope)),
-            _ => None,
-        };
-        locked.replace(planned.new_text.as_bytes()).map_err(|err| write_error(err, &shown))?;
-        drop(locked);
-        let new_rope = Rope::from_str(&planned.new_text);
-        if let Some(language) = language {
-            engine.backends().file_changed(&resolved.absolute, language, &new_rope);
-            if let Some(before) = before {
-                let after = diagnostics_of(engine, &resolved.absolute, language, &new_rope);
+    if !(apply && output.changed) {
+        return Ok(output);
+    }
+    let on_disk = base.version().is_none();
+    let want_diagnostics = on_disk
+        && language
+            .is_some_and(|l| params.diagnostics.unwrap_or_else(|| engine.backends().is_running_for(id.path(), l)));
+    let before = match language {
+        Some(language) if want_diagnostics => Some(diagnostics_of(engine, id.path(), language, &rope)),
+        _ => None,
+    };
+    let edit = FileEdit {
+        id: id.clone(),
+        shown: shown.clone(),
+        base,
+        edits: vec![ByteEdit { range: planned.edit.range.clone(), text: planned.edit.new_text.clone() }],
+    };
+    let label = format!("filepuff: {} in {shown}", output.operation);
+    match engine.commit(&label, vec![edit]).map_err(commit_error)? {
+        CommitOutcome::Refused { reason } => output.editor_refused = Some(reason),
+        CommitOutcome::Applied(landings) => {
+            let landing = landings.into_iter().next().unwrap_or(Landing::Disk);
+            output.applied = true;
+            output.written_to = Some(landing.name().to_owned());
+            output.buffer_version = landing.version();
+            if let Some(tree) = planned.new_tree {
+                engine.syntax().insert(id.path(), tree);
+            }
+            if let (Some(language), Some(before)) = (language, before) {
+                let after = diagnostics_of(engine, id.path(), language, &Rope::from_str(&planned.new_text));
                 output.diagnostics = Some(compare_diagnostics(before, after));
             }
         }
-        if let Some(tree) = planned.new_tree {
-            engine.syntax().insert(&resolved.absolute, tree);
-        }
-        output.applied = true;
-        output.written_to = Some("disk".to_owned());
     }
     Ok(output)
+}
+
+/// The tool error for a commit that was not made (nothing changed).
+pub(crate) fn commit_error(err: CommitError) -> ToolError {
+    match err {
+        CommitError::Stale { shown } => ToolError::new(
+            ErrorCode::EditStale,
+            format!("{shown} changed on disk while the edit was computed"),
+            "Run the tool again; it will be computed on the file's new text. Nothing was changed.",
+        )
+        .with("path", shown),
+        CommitError::BufferChanged { shown, expected, current } => ToolError::new(
+            ErrorCode::EditBufferChanged,
+            format!("the open buffer of {shown} changed while the edit was computed"),
+            "Retry the edit; it will be computed on the buffer's new text. Nothing was changed.",
+        )
+        .with("path", shown)
+        .with("expected_version", expected)
+        .with("current_version", current),
+        CommitError::InvalidEdit { shown, reason } => {
+            ToolError::internal(format!("an edit of {shown} did not fit its text: {reason}")).with("path", shown)
+        }
+        CommitError::EditorUnavailable { shown, message } => editor_unavailable(&shown, message),
+        CommitError::Write { shown, source } => write_error(source, &shown),
+    }
 }
 
 type Diagnosed = Result<(Vec<DiagnosticInfo>, bool, String), String>;
@@ -329,12 +299,6 @@ pub(crate) fn editor_unavailable(shown: &str, message: String) -> ToolError {
         "Nothing changed. Retry, or save and close the file in the editor first.",
     )
     .with("path", shown)
-}
-
-/// Saves an agent's edit of an open document to disk too (`[lsp] save_agent_edits`), atomically.
-pub(crate) fn save_buffer(path: &std::path::Path, text: &str, max_bytes: u64, shown: &str) -> Result<(), ToolError> {
-    let locked = LockedFile::open(path, max_bytes).map_err(|err| write_error(err, shown))?;
-    locked.replace(text.as_bytes()).map_err(|err| write_error(err, shown))
 }
 
 fn check_hash(params: &EditParams, current: &str, shown: &str) -> Result<(), ToolError> {
@@ -583,7 +547,7 @@ pub fn render_text(output: &EditOutput) -> String {
 mod tests {
     use super::*;
     use crate::tools::{AstQueryParams, ast_query};
-    use crate::workspace::Workspace;
+    use crate::workspace::{DocumentId, Workspace};
 
     fn params(file: &str) -> EditParams {
         EditParams {
@@ -609,7 +573,7 @@ mod tests {
         let engine = Engine::new(Workspace::with_config(dir.path(), Default::default()).unwrap());
         let path = engine.workspace().resolve("a.go").unwrap().absolute;
         let unsaved = "package a\n\n// unsaved\nfunc A() {}\n";
-        engine.documents().open(path.clone(), unsaved, 7, "go".to_owned());
+        engine.documents().open(DocumentId::from_canonical(&path), unsaved, 7, "go".to_owned());
 
         // ast_query sees the unsaved text.
         let found = ast_query(
@@ -627,7 +591,7 @@ mod tests {
         let applied = edit_apply(&engine, params("a.go")).unwrap();
         assert_eq!((applied.written_to.as_deref(), applied.buffer_version), (Some("buffer"), Some(8)));
         assert_eq!(applied.new_hash, preview.new_hash);
-        let document = engine.documents().get(&path).unwrap();
+        let document = engine.documents().get(&DocumentId::from_canonical(&path)).unwrap();
         assert_eq!(document.text.to_string(), "package a\n\n// unsaved\nfunc B() {}\n");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "package a\n\nfunc A() {}\n");
     }

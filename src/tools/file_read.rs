@@ -96,7 +96,7 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     let resolved = workspace.resolve(&params.path)?;
     let max_bytes = workspace.config().limits.max_file_bytes;
     let source =
-        engine.documents().text(&resolved.absolute, max_bytes).map_err(|err| read_error(err, &resolved.relative))?;
+        engine.documents().text(&resolved.id(), max_bytes).map_err(|err| read_error(err, &resolved.relative))?;
     let text = &source.text;
     let total_lines = position::line_count(text);
     let mut notes = Vec::new();

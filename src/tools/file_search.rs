@@ -110,7 +110,7 @@ pub fn file_search(engine: &Engine, params: FileSearchParams) -> Result<FileSear
     let mut paths = Vec::with_capacity(params.paths.len());
     for path in &params.paths {
         let resolved = workspace.resolve(path)?;
-        if !resolved.absolute.exists() && !engine.documents().is_open(&resolved.absolute) {
+        if !resolved.absolute.exists() && !engine.documents().is_open(&resolved.id()) {
             return Err(super::error::read_error(
                 crate::documents::ReadError::NotFound { path: resolved.absolute },
                 &resolved.relative,

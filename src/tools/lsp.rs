@@ -284,7 +284,7 @@ impl Target {
         let resolved = workspace.resolve(&params.file)?;
         let source = engine
             .documents()
-            .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
+            .text(&resolved.id(), workspace.config().limits.max_file_bytes)
             .map_err(|err| read_error(err, &resolved.relative))?;
         let language = source.language.ok_or_else(|| {
             ToolError::new(
@@ -480,24 +480,22 @@ impl Target {
 }
 
 /// The documents to sync before a request: the target (its current text) and every open buffer
-/// the server's languages cover.
+/// the server's languages cover, under their canonical URIs (the one spelling servers see).
 fn open_documents(engine: &Engine, target: &Path, text: &Rope, language: Language) -> Vec<(Url, String, Rope)> {
     let mut out = Vec::new();
     if let Ok(uri) = Url::from_file_path(target) {
         out.push((uri, language.lsp_id().to_owned(), text.clone()));
     }
-    for path in engine.documents().open_paths() {
-        if path == target {
+    for id in engine.documents().open_ids() {
+        if id.path() == target {
             continue;
         }
-        let Some(document) = engine.documents().get(&path) else { continue };
-        let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&path));
+        let Some(document) = engine.documents().get(&id) else { continue };
+        let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
         if doc_language.is_none_or(|l| !same_server(l, language)) {
             continue;
         }
-        if let Ok(uri) = Url::from_file_path(&path) {
-            out.push((uri, document.language_id.clone(), document.text));
-        }
+        out.push((id.uri(), document.language_id.clone(), document.text));
     }
     out
 }
@@ -564,8 +562,7 @@ impl<'e> Locator<'e> {
             .or_insert_with(|| {
                 let workspace = engine.workspace();
                 let resolved = workspace.resolve_uri(uri).ok()?;
-                let text =
-                    engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes).ok()?.text;
+                let text = engine.documents().text(&resolved.id(), workspace.config().limits.max_file_bytes).ok()?.text;
                 Some((resolved, text))
             })
             .clone()
@@ -790,7 +787,7 @@ pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<Diagnos
     let resolved = workspace.resolve(&file)?;
     let source = engine
         .documents()
-        .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
+        .text(&resolved.id(), workspace.config().limits.max_file_bytes)
         .map_err(|err| read_error(err, &resolved.relative))?;
     let language = source.language.ok_or_else(|| {
         ToolError::new(
@@ -930,7 +927,7 @@ mod tests {
     //! With a real gopls (skipped when `gopls` is not on PATH; scripts/test puts .tools/bin there).
 
     use super::*;
-    use crate::workspace::Workspace;
+    use crate::workspace::{DocumentId, Workspace};
 
     fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
@@ -959,7 +956,7 @@ mod tests {
         let greet = engine.workspace().resolve("greet/greet.go").unwrap().absolute;
         let disk = std::fs::read_to_string(&greet).unwrap();
         let unsaved = disk.replace("// Hello greets name.", "\n\n\n// Hello greets name.");
-        engine.documents().open(greet.clone(), &unsaved, 2, "go".to_owned());
+        engine.documents().open(DocumentId::from_canonical(&greet), &unsaved, 2, "go".to_owned());
         let params = PositionParams { file: "main.go".into(), line: 10, column: None, symbol: Some("Hello".into()) };
 
         let first = find_definition(&engine, params.clone()).unwrap();

@@ -4,13 +4,13 @@
 //! The server's `WorkspaceEdit` (`changes` or `documentChanges` with text edits; filepuff does
 //! not advertise file create/rename/delete operations) is converted from the server's encoding
 //! to byte ranges of each file's current text. With `apply: false` (the default) the result is a
-//! unified diff. With `apply: true`, files open in the editor are edited in their buffers and
-//! files on disk are locked (in path order, so two renames cannot deadlock), re-read and checked
-//! unchanged, staged to temporary files (fsync'd), and only then renamed into place — a failure
-//! before the renames leaves every file as it was.
+//! unified diff. With `apply: true`, the byte edits land through [`Engine::commit`], as every
+//! edit tool's do: documents open in the editor through one `workspace/applyEdit` (undoable
+//! there; `[lsp] save_agent_edits` honoured), other open buffers in the store, files on disk
+//! locked, checked unchanged and replaced atomically — all files or none. A refusal by the
+//! editor is `applied: false` with `editor_refused`, as for `edit_apply`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use lsp_types::request::Rename;
 use lsp_types::{DocumentChanges, OneOf, RenameParams, TextEdit, Url, WorkDoneProgressParams, WorkspaceEdit};
@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use super::lsp::{AnswerInfo, PositionParams, Target, request_timeout};
 use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::position::{self, Encoding};
-use crate::documents::{self, Language};
-use crate::edits::write::{LockedFile, WriteError};
-use crate::engine::{BufferEdit, EditorAnswer, Engine};
+use crate::documents::{self, ByteEdit};
+use crate::engine::{Base, CommitOutcome, Engine, FileEdit};
+use crate::workspace::DocumentId;
 
 /// Parameters of `rename_symbol`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -46,6 +46,11 @@ pub struct RenameSymbolOutput {
     /// Unified diff of every file (3 lines of context).
     pub diff: String,
     pub applied: bool,
+    /// Why the editor did not apply the rename, when some of the files are open in an editor
+    /// behind `filepuff lsp` and it answered `applied: false` (then `applied` is false and no
+    /// file changed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub editor_refused: Option<String>,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -55,7 +60,8 @@ pub struct RenameSymbolOutput {
 pub struct RenamedFile {
     pub file: String,
     pub edits: usize,
-    /// `disk` or `buffer` once applied.
+    /// Where it landed once applied: `editor`, `editor+disk`, `buffer` or `disk` (as
+    /// `edit_apply`'s `written_to`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_to: Option<String>,
     /// Content hash after the rename.
@@ -64,12 +70,16 @@ pub struct RenamedFile {
 
 /// A file's planned new text.
 struct Planned {
-    absolute: PathBuf,
+    id: DocumentId,
     relative: String,
     old: String,
     new: String,
+    /// The byte edits of `old` that make `new`.
+    byte_edits: Vec<ByteEdit>,
     edits: usize,
     buffer_version: Option<i32>,
+    /// The buffer's text when it is open.
+    buffer_text: Option<Rope>,
 }
 
 /// Runs `rename_symbol`.
@@ -77,7 +87,9 @@ struct Planned {
 /// Errors: as `find_definition` (4001–4007, path and read errors); 4006 when the server refuses
 /// the rename (not a renameable symbol, an invalid name); 1001 when the server's edit reaches
 /// outside the workspace; 5010 when a file changed between the server's answer and the write;
-/// 5012 when a write fails (nothing was renamed into place).
+/// 5013 when an open buffer did; 5014 when the editor holds a file but cannot take edits; 5012
+/// when a write fails (nothing was renamed into place). A refusal by the editor is not an error:
+/// `applied: false` with `editor_refused`.
 pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<RenameSymbolOutput, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);
@@ -115,10 +127,32 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
         })
         .collect();
     let total_edits = planned.iter().map(|f| f.edits).sum();
+    let mut applied = false;
+    let mut editor_refused = None;
     if params.apply && !planned.is_empty() {
-        apply(engine, &planned, &mut files)?;
+        let commit: Vec<FileEdit> = planned
+            .into_iter()
+            .map(|file| FileEdit {
+                id: file.id,
+                shown: file.relative,
+                base: match (file.buffer_version, file.buffer_text) {
+                    (Some(version), Some(text)) => Base::Buffer { version, text },
+                    _ => Base::Disk { text: file.old },
+                },
+                edits: file.byte_edits,
+            })
+            .collect();
+        match engine.commit("filepuff: rename", commit).map_err(super::edit::commit_error)? {
+            CommitOutcome::Applied(landings) => {
+                applied = true;
+                for (file, landing) in files.iter_mut().zip(landings) {
+                    file.written_to = Some(landing.name().to_owned());
+                }
+            }
+            CommitOutcome::Refused { reason } => editor_refused = Some(reason),
+        }
     }
-    Ok(RenameSymbolOutput { files, total_edits, diff, applied: params.apply && !planned.is_empty(), answer })
+    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, answer })
 }
 
 /// The text edits of a WorkspaceEdit by document, in path order.
@@ -160,9 +194,10 @@ fn plan_file(engine: &Engine, uri: &Url, edits: &[TextEdit], encoding: Encoding)
         ToolError::from(err)
             .with("detail", "the server's rename reaches a file outside the workspace; nothing was changed")
     })?;
+    let id = resolved.id();
     let source = engine
         .documents()
-        .text(&resolved.absolute, workspace.config().limits.max_file_bytes)
+        .text(&id, workspace.config().limits.max_file_bytes)
         .map_err(|err| read_error(err, &resolved.relative))?;
     let buffer_version = match source.origin {
         documents::Origin::Buffer { version } => Some(version),
@@ -170,150 +205,44 @@ fn plan_file(engine: &Engine, uri: &Url, edits: &[TextEdit], encoding: Encoding)
     };
     let rope: &Rope = &source.text;
     let old = rope.to_string();
-    let mut ranges: Vec<(usize, usize, &str)> = edits
+    let convert = |p: lsp_types::Position| {
+        position::position_to_offset(rope, position::Position { line: p.line, character: p.character }, encoding).0
+    };
+    let byte_edits: Vec<ByteEdit> = edits
         .iter()
         .map(|edit| {
-            let convert = |p: lsp_types::Position| {
-                position::position_to_offset(
-                    rope,
-                    position::Position { line: p.line, character: p.character },
-                    encoding,
-                )
-                .0
-            };
-            (convert(edit.range.start), convert(edit.range.end), edit.new_text.as_str())
+            let (start, end) = (convert(edit.range.start), convert(edit.range.end));
+            ByteEdit { range: start..end.max(start), text: edit.new_text.clone() }
         })
         .collect();
-    // Apply from the end so earlier offsets stay valid; overlapping edits are a server bug.
-    ranges.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-    let mut new = old.clone();
-    let mut floor = usize::MAX;
-    for (start, end, text) in &ranges {
-        if *end > floor {
-            return Err(ToolError::new(
-                ErrorCode::LspServerError,
-                format!("the server's rename has overlapping edits in {}", resolved.relative),
-                "Report it to the server's maintainers; nothing was changed.",
-            ));
-        }
-        new.replace_range(*start..*end, text);
-        floor = *start;
-    }
+    // Overlapping edits are a server bug.
+    let new = documents::apply_edits(rope, &byte_edits).map_err(|reason| {
+        ToolError::new(
+            ErrorCode::LspServerError,
+            format!("the server's rename does not fit {}: {reason}", resolved.relative),
+            "Report it to the server's maintainers; nothing was changed.",
+        )
+    })?;
     Ok(Planned {
-        absolute: resolved.absolute,
+        id,
         relative: resolved.relative,
         old,
         new,
+        byte_edits,
         edits: edits.len(),
         buffer_version,
+        buffer_text: buffer_version.map(|_| source.text.clone()),
     })
-}
-
-/// Writes every planned file: buffers in the documents store; disk files locked, checked,
-/// staged, then committed.
-fn apply(engine: &Engine, planned: &[Planned], files: &mut [RenamedFile]) -> Result<(), ToolError> {
-    let workspace = engine.workspace();
-    let max_bytes = workspace.config().limits.max_file_bytes;
-    let write_error = |err: WriteError, shown: &str| match err {
-        WriteError::Read(err) => read_error(err, shown),
-        other => {
-            ToolError::new(ErrorCode::EditWriteFailed, format!("{shown}: {other}"), "Nothing was renamed into place.")
-                .with("path", shown)
-        }
-    };
-    // Lock and check every disk file first (path order: no deadlock between two renames).
-    let mut locked = Vec::new();
-    for file in planned.iter().filter(|f| f.buffer_version.is_none()) {
-        let mut lock = LockedFile::open(&file.absolute, max_bytes).map_err(|e| write_error(e, &file.relative))?;
-        let now = lock.read_text(max_bytes).map_err(|e| write_error(e, &file.relative))?;
-        if now != file.old {
-            return Err(ToolError::new(
-                ErrorCode::EditStale,
-                format!("{} changed while the rename was computed", file.relative),
-                "Run rename_symbol again; nothing was changed.",
-            )
-            .with("path", file.relative.as_str()));
-        }
-        locked.push((file, lock));
-    }
-    for file in planned.iter().filter(|f| f.buffer_version.is_some()) {
-        if engine.documents().get(&file.absolute).map(|d| d.version) != file.buffer_version {
-            return Err(ToolError::new(
-                ErrorCode::EditBufferChanged,
-                format!("the open buffer of {} changed during the rename", file.relative),
-                "Run rename_symbol again; nothing was changed.",
-            ));
-        }
-    }
-    let mut staged = Vec::new();
-    for (file, lock) in &locked {
-        staged.push(lock.stage(file.new.as_bytes()).map_err(|e| write_error(e, &file.relative))?);
-    }
-    // Open documents go through the editor when one is attached — before any disk file is
-    // renamed into place, so a refusal leaves everything as it was (the staged files are
-    // dropped).
-    let buffers: Vec<&Planned> = planned.iter().filter(|f| f.buffer_version.is_some()).collect();
-    let editor = engine.editor().filter(|_| !buffers.is_empty());
-    if let Some(editor) = editor {
-        let edits: Vec<BufferEdit> = buffers
-            .iter()
-            .map(|f| BufferEdit {
-                path: f.absolute.clone(),
-                version: f.buffer_version.unwrap_or_default(),
-                old_text: Rope::from_str(&f.old),
-                new_text: f.new.clone(),
-            })
-            .collect();
-        let shown = buffers.iter().map(|f| f.relative.as_str()).collect::<Vec<_>>().join(", ");
-        match editor
-            .apply("filepuff: rename", &edits)
-            .map_err(|message| super::edit::editor_unavailable(&shown, message))?
-        {
-            EditorAnswer::Applied => {}
-            EditorAnswer::Refused { reason } => {
-                return Err(ToolError::new(
-                    ErrorCode::EditEditorUnavailable,
-                    format!(
-                        "the editor did not apply the rename to {shown}: {}",
-                        reason.unwrap_or_else(|| "no reason given".to_owned())
-                    ),
-                    "Nothing was renamed. Retry, or save and close those files in the editor.",
-                ));
-            }
-        }
-    }
-    for ((file, lock), temp) in locked.iter().zip(staged) {
-        lock.commit(temp).map_err(|e| write_error(e, &file.relative))?;
-    }
-    drop(locked);
-    for (file, out) in planned.iter().zip(files.iter_mut()) {
-        match file.buffer_version {
-            Some(_) if editor.is_some() => out.written_to = Some("editor".to_owned()),
-            Some(version) => {
-                engine.documents().replace_if_version(&file.absolute, version, &file.new).map_err(|_| {
-                    ToolError::new(
-                        ErrorCode::EditBufferChanged,
-                        format!("the open buffer of {} changed during the rename", file.relative),
-                        "Run rename_symbol again.",
-                    )
-                })?;
-                out.written_to = Some("buffer".to_owned());
-            }
-            None => {
-                out.written_to = Some("disk".to_owned());
-                if let Some(language) = Language::from_path(&file.absolute) {
-                    engine.backends().file_changed(&file.absolute, language, &Rope::from_str(&file.new));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Readable text: the files, then the diff.
 pub fn render_text(output: &RenameSymbolOutput) -> String {
     let mut out = String::new();
-    let state = if output.applied { "applied" } else { "preview (not written; pass apply=true)" };
+    let state = match (&output.editor_refused, output.applied) {
+        (Some(reason), _) => format!("NOT applied: the editor refused the rename ({reason})"),
+        (None, true) => "applied".to_owned(),
+        (None, false) => "preview (not written; pass apply=true)".to_owned(),
+    };
     out.push_str(&format!("rename: {} edit(s) in {} file(s), {state}\n", output.total_edits, output.files.len()));
     for file in &output.files {
         out.push_str(&format!("  {} ({})\n", file.file, file.edits));

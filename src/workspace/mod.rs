@@ -15,6 +15,7 @@
 mod config;
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 pub use config::{
     Config, ConfigError, EditorOptions, GraphConfig, IndexConfig, LanguageConfig, LimitsConfig, LspConfig, McpConfig,
@@ -56,6 +57,58 @@ pub enum WorkspaceError {
 pub struct ResolvedPath {
     pub absolute: PathBuf,
     pub relative: String,
+}
+
+impl ResolvedPath {
+    /// The document this path names (its canonical location).
+    pub fn id(&self) -> DocumentId {
+        DocumentId(Arc::from(self.absolute.as_path()))
+    }
+}
+
+/// What a path means: one file, however it was spelt.
+///
+/// The canonical absolute path (symlinks resolved on its existing prefix, `.`/`..` resolved,
+/// percent-encoding decoded) of a file, made only by the [`Workspace`]
+/// ([`Workspace::resolve`] then [`ResolvedPath::id`] for agents and the CLI, inside the root;
+/// [`Workspace::document_id_for_uri`] for an editor's or a language server's URIs, anywhere).
+/// `file:///link/a.go`, `file:///real/a.go`, `file:///real/sub/../a%2Ego` and `a.go` (from an
+/// agent) are one `DocumentId` when `/link` is a symlink to the root `/real`. The documents
+/// store, the backends and the tools key by it; each face keeps the spelling it was given for
+/// its own answers. Cloning is O(1).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DocumentId(Arc<Path>);
+
+impl DocumentId {
+    /// The canonical absolute path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The canonical `file:` URI: what language servers are told (they see one spelling per
+    /// document, whatever the editor or an agent used).
+    pub fn uri(&self) -> url::Url {
+        // The path is absolute by construction, so this cannot fail on Unix.
+        url::Url::from_file_path(&self.0).unwrap_or_else(|()| url::Url::parse("file:///").expect("static URI parses"))
+    }
+
+    /// An id for a path already known to be canonical (a walk under the canonical root, a test).
+    /// Prefer [`Workspace::resolve`]: this does not canonicalise.
+    pub fn from_canonical(path: &Path) -> DocumentId {
+        DocumentId(Arc::from(path))
+    }
+}
+
+impl std::fmt::Debug for DocumentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DocumentId({})", self.0.display())
+    }
+}
+
+impl std::fmt::Display for DocumentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.display().fmt(f)
+    }
 }
 
 /// One workspace root with its configuration.
@@ -127,23 +180,8 @@ impl Workspace {
 
     /// Resolves a `file:` URI (from a client or, later, a language server).
     pub fn resolve_uri(&self, uri: &url::Url) -> Result<ResolvedPath, WorkspaceError> {
-        let input = uri.as_str();
-        let invalid = |reason: &str| WorkspaceError::InvalidUri { input: input.to_owned(), reason: reason.to_owned() };
-        if uri.scheme() != "file" {
-            return Err(WorkspaceError::UnsupportedScheme { input: input.to_owned(), scheme: uri.scheme().to_owned() });
-        }
-        match uri.host_str() {
-            None | Some("") | Some("localhost") => {}
-            Some(_) => return Err(invalid("a file URI must not name a remote host")),
-        }
-        if uri.query().is_some() || uri.fragment().is_some() {
-            return Err(invalid("a file URI must not carry a query or fragment"));
-        }
-        if uri.path().to_ascii_lowercase().contains("%00") {
-            return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
-        }
-        let path = uri.to_file_path().map_err(|()| invalid("not an absolute local path"))?;
-        self.resolve_path(&path, input)
+        let path = file_uri_path(uri)?;
+        self.resolve_path(&path, uri.as_str())
     }
 
     /// The `file:` URI for a resolved path.
@@ -151,6 +189,28 @@ impl Workspace {
         // `absolute` is absolute by construction, so this cannot fail on Unix.
         url::Url::from_file_path(&path.absolute)
             .unwrap_or_else(|()| url::Url::parse("file:///").expect("static URI parses"))
+    }
+
+    /// The document a `file:` URI from the editor or a language server names, inside the root
+    /// or not (an editor opens files of the standard library; a server points into them):
+    /// the canonical path of its existing prefix. Use [`Workspace::resolve`] for agents' input,
+    /// which must stay inside the root.
+    ///
+    /// Errors: [`WorkspaceError::UnsupportedScheme`] (`untitled:`, …),
+    /// [`WorkspaceError::InvalidUri`] (a remote host, a query, a relative path),
+    /// [`WorkspaceError::InvalidPath`] (a NUL byte), [`WorkspaceError::OutsideRoot`] when `..`
+    /// climbs above `/`.
+    pub fn document_id_for_uri(&self, uri: &url::Url) -> Result<DocumentId, WorkspaceError> {
+        let input = uri.as_str();
+        let path = file_uri_path(uri)?;
+        let normalised = normalise_lexically(&path)
+            .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
+        Ok(DocumentId(Arc::from(canonicalize_existing_prefix(&normalised).as_path())))
+    }
+
+    /// The path of `id` relative to the root (`/` separators), or `None` outside it.
+    pub fn relative(&self, id: &DocumentId) -> Option<String> {
+        id.path().strip_prefix(&self.root).ok().map(relative_string)
     }
 
     /// A resolved path for a location produced by a walk under the root (already canonical).
@@ -161,15 +221,19 @@ impl Workspace {
         Some(ResolvedPath { absolute: absolute.to_path_buf(), relative: relative_string(relative) })
     }
 
+    /// The sandbox. A path spelt through a symlink to the root or to a directory inside it
+    /// (`/link/a.go` when `/link` → the root) is the file it names; a path inside the root
+    /// lexically whose real location is outside is a [`WorkspaceError::SymlinkEscape`]; any
+    /// other path whose real location is outside is [`WorkspaceError::OutsideRoot`].
     fn resolve_path(&self, path: &Path, input: &str) -> Result<ResolvedPath, WorkspaceError> {
         let joined = if path.is_absolute() { path.to_path_buf() } else { self.root.join(path) };
         let normalised = normalise_lexically(&joined)
             .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
-        if !normalised.starts_with(&self.root) {
-            return Err(WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() });
-        }
         let real = canonicalize_existing_prefix(&normalised);
         if !real.starts_with(&self.root) {
+            if !normalised.starts_with(&self.root) {
+                return Err(WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() });
+            }
             return Err(WorkspaceError::SymlinkEscape {
                 input: input.to_owned(),
                 target: real,
@@ -179,6 +243,27 @@ impl Workspace {
         let relative = relative_string(real.strip_prefix(&self.root).unwrap_or(Path::new("")));
         Ok(ResolvedPath { absolute: real, relative })
     }
+}
+
+/// The local path of a `file:` URI, checked: `file` scheme, no remote host, no query or
+/// fragment, no NUL byte (raw or percent-encoded), absolute.
+fn file_uri_path(uri: &url::Url) -> Result<PathBuf, WorkspaceError> {
+    let input = uri.as_str();
+    let invalid = |reason: &str| WorkspaceError::InvalidUri { input: input.to_owned(), reason: reason.to_owned() };
+    if uri.scheme() != "file" {
+        return Err(WorkspaceError::UnsupportedScheme { input: input.to_owned(), scheme: uri.scheme().to_owned() });
+    }
+    match uri.host_str() {
+        None | Some("") | Some("localhost") => {}
+        Some(_) => return Err(invalid("a file URI must not name a remote host")),
+    }
+    if uri.query().is_some() || uri.fragment().is_some() {
+        return Err(invalid("a file URI must not carry a query or fragment"));
+    }
+    if uri.path().to_ascii_lowercase().contains("%00") {
+        return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
+    }
+    uri.to_file_path().map_err(|()| invalid("not an absolute local path"))
 }
 
 /// The scheme of `input` if it looks like a URI: `file:` anything, or `scheme://…`.

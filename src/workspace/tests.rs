@@ -145,3 +145,59 @@ fn invalid_config_file_is_reported() {
     let err = Workspace::open(dir.path()).unwrap_err();
     assert!(matches!(err, WorkspaceError::Config(_)), "{err}");
 }
+
+/// Every spelling of one file, from an agent, an editor or a server, is one `DocumentId`:
+/// through a symlink to the root, a symlinked directory inside it, `..`, percent-encoding,
+/// spaces and non-ASCII names.
+#[test]
+fn every_spelling_of_a_file_is_one_document_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let real = base.join("réal root");
+    std::fs::create_dir_all(real.join("pkg/ünï cödé")).unwrap();
+    let file = real.join("pkg/ünï cödé/main 😀.go");
+    std::fs::write(&file, "package main\n").unwrap();
+    symlink(&real, base.join("link")).unwrap();
+    symlink(real.join("pkg"), real.join("pkglink")).unwrap();
+    let workspace = Workspace::with_config(&base.join("link"), Config::default()).unwrap();
+    assert_eq!(workspace.root(), real);
+    let expected = DocumentId::from_canonical(&file);
+    let link = base.join("link");
+    let uri = |path: &Path| url::Url::from_file_path(path).unwrap();
+    let spellings: Vec<String> = vec![
+        "pkg/ünï cödé/main 😀.go".into(),
+        "./pkg/../pkg/ünï cödé/main 😀.go".into(),
+        "pkglink/ünï cödé/main 😀.go".into(),
+        file.display().to_string(),
+        link.join("pkg/ünï cödé/main 😀.go").display().to_string(),
+        link.join("pkglink/ünï cödé/main 😀.go").display().to_string(),
+        uri(&file).to_string(),
+        uri(&link.join("pkg/ünï cödé/main 😀.go")).to_string(),
+        uri(&link.join("pkglink/x/../ünï cödé/main 😀.go")).to_string(),
+        // Over-encoded: every byte of the name percent-encoded.
+        format!("file://{}/main%20%F0%9F%98%80%2Ego", uri(&real.join("pkg/ünï cödé")).path()),
+        format!("file://localhost{}", uri(&link.join("pkg/ünï cödé/main 😀.go")).path()),
+    ];
+    for spelling in &spellings {
+        let resolved = workspace.resolve(spelling).unwrap_or_else(|err| panic!("{spelling}: {err}"));
+        assert_eq!(resolved.id(), expected, "{spelling}");
+        assert_eq!(resolved.relative, "pkg/ünï cödé/main 😀.go", "{spelling}");
+        if spelling.starts_with("file:") {
+            let uri = url::Url::parse(spelling).unwrap();
+            assert_eq!(workspace.document_id_for_uri(&uri).unwrap(), expected, "{spelling}");
+        }
+    }
+    assert_eq!(expected.uri(), uri(&file));
+    assert_eq!(workspace.relative(&expected).as_deref(), Some("pkg/ünï cödé/main 😀.go"));
+    // A file that does not exist yet, through the link, is where it would be created.
+    let new = workspace.resolve(&link.join("pkg/new.go").display().to_string()).unwrap();
+    assert_eq!(new.id(), DocumentId::from_canonical(&real.join("pkg/new.go")));
+    // Outside the root: an editor may open it (an id), an agent may not (a typed error).
+    let outside = base.join("outside.h");
+    std::fs::write(&outside, "int x;\n").unwrap();
+    assert_eq!(workspace.document_id_for_uri(&uri(&outside)).unwrap(), DocumentId::from_canonical(&outside));
+    assert_eq!(workspace.relative(&DocumentId::from_canonical(&outside)), None);
+    assert!(matches!(workspace.resolve(&outside.display().to_string()), Err(WorkspaceError::OutsideRoot { .. })));
+    let untitled = url::Url::parse("untitled:Untitled-1").unwrap();
+    assert!(matches!(workspace.document_id_for_uri(&untitled), Err(WorkspaceError::UnsupportedScheme { .. })));
+}

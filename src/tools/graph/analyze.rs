@@ -222,7 +222,7 @@ fn server_job(
     let resolved = engine.workspace().resolve(relative).map_err(|err| err.to_string())?;
     let current = engine
         .documents()
-        .text(&resolved.absolute, config.limits.max_file_bytes)
+        .text(&resolved.id(), config.limits.max_file_bytes)
         .map_err(|_| format!("{relative} is not on disk, so {server} cannot see this code"))?;
     if current.text != code_text {
         return Err(format!("code_text is not {relative}'s current text, which is what {server} sees"));

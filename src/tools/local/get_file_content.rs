@@ -152,7 +152,7 @@ fn read_one(
     let resolved = super::resolve(engine, &query.path)?;
     let shown = super::shown(&resolved);
     let limits = &engine.workspace().config().limits;
-    let source = engine.documents().text(&resolved.absolute, limits.max_file_bytes).map_err(|err| match err {
+    let source = engine.documents().text(&resolved.id(), limits.max_file_bytes).map_err(|err| match err {
         ReadError::IsDirectory { .. } => ToolError::new(
             ErrorCode::FileIsDirectory,
             format!("{shown} is a directory, not a file"),

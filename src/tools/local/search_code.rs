@@ -229,7 +229,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
 
     let workspace = engine.workspace();
     let root = super::resolve(engine, &query.path)?;
-    if !root.absolute.exists() && !engine.documents().is_open(&root.absolute) {
+    if !root.absolute.exists() && !engine.documents().is_open(&root.id()) {
         return Err(crate::tools::error::read_error(
             crate::documents::ReadError::NotFound { path: root.absolute.clone() },
             &shown(&root),

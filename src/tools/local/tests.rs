@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::workspace::{Config, Workspace};
+use crate::workspace::{Config, DocumentId, Workspace};
 
 fn engine_with(files: &[(&str, &str)], config: Config) -> (tempfile::TempDir, Arc<Engine>) {
     let dir = tempfile::tempdir().unwrap();
@@ -26,7 +26,7 @@ fn batch<Q: serde::de::DeserializeOwned>(value: serde_json::Value) -> Batch<Q> {
 fn search_and_read_see_the_unsaved_buffer() {
     let (_dir, engine) = engine_with(&[("a.go", "package a\n\nfunc onDisk() {}\n")], Config::default());
     let path = engine.workspace().resolve("a.go").unwrap().absolute;
-    engine.documents().open(path, "package a\n\nfunc inBuffer() {}\n", 7, "go".to_owned());
+    engine.documents().open(DocumentId::from_canonical(&path), "package a\n\nfunc inBuffer() {}\n", 7, "go".to_owned());
 
     let out = local_search_code(&engine, batch(json!({"pattern": "func \\w+", "path": ""}))).unwrap();
     let data = out.results[0].data.as_ref().unwrap();
@@ -50,7 +50,7 @@ fn search_and_read_see_the_unsaved_buffer() {
 fn an_unsaved_new_file_is_searched_too() {
     let (_dir, engine) = engine_with(&[("keep.txt", "x\n")], Config::default());
     let path = engine.workspace().root().join("new/file.py");
-    engine.documents().open(path, "def fresh():\n    pass\n", 1, "python".to_owned());
+    engine.documents().open(DocumentId::from_canonical(&path), "def fresh():\n    pass\n", 1, "python".to_owned());
     let out = local_search_code(&engine, batch(json!({"pattern": "fresh", "path": "", "type": "py"}))).unwrap();
     assert_eq!(out.results[0].data.as_ref().unwrap().files[0].path, "new/file.py");
 }

@@ -65,7 +65,7 @@ fn occurrences(engine: &Engine, target: &Target, name: &str) -> Vec<(String, usi
 fn declarations(engine: &Engine, target: &Target, relative: &str, name: &str) -> Vec<usize> {
     let workspace = engine.workspace();
     let Ok(resolved) = workspace.resolve(relative) else { return Vec::new() };
-    let Ok(source) = engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes) else {
+    let Ok(source) = engine.documents().text(&resolved.id(), workspace.config().limits.max_file_bytes) else {
         return Vec::new();
     };
     let Some(parsed) = engine.syntax().parse(&resolved.absolute, target.language(), &source.text) else {
@@ -153,6 +153,6 @@ fn location(file: &str, line: usize, column: usize, name: &str, text: &str) -> L
 fn file_preview(engine: &Engine, relative: &str, line: usize) -> Option<String> {
     let workspace = engine.workspace();
     let resolved = workspace.resolve(relative).ok()?;
-    let source = engine.documents().text(&resolved.absolute, workspace.config().limits.max_file_bytes).ok()?;
+    let source = engine.documents().text(&resolved.id(), workspace.config().limits.max_file_bytes).ok()?;
     Some(preview(&source.text, line))
 }

@@ -1,17 +1,29 @@
 //! The Engine: one workspace, its live documents and its parse cache, shared by every face.
 //!
-//! Faces (MCP, CLI, later LSP) hold an `Arc<Engine>` and call tool functions with it; nothing in
-//! the Engine knows which face is calling.
+//! Faces (MCP, CLI, LSP) hold an `Arc<Engine>` and call tool functions with it; nothing in the
+//! Engine knows which face is calling. What the faces share is decided here, once
+//! (DESIGN.md "The Engine API"):
+//! - what a path means: [`crate::workspace::DocumentId`], made by the workspace;
+//! - the text of an open document: [`Engine::open_document`], [`Engine::change_document`],
+//!   [`Engine::close_document`] — the documents store changes, then every language server
+//!   serving the document gets the change in its own encoding;
+//! - where an edit lands: [`Engine::commit`] (the editor, the open buffer, or the disk).
 
+mod commit;
+
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::backends::Backends;
-use crate::documents::DocumentStore;
+use crate::documents::{ChangeError, DocumentChange, DocumentStore, Encoding, Language, TextChange};
+use crate::workspace::DocumentId;
+
 use crate::graph::{GraphError, GraphStore};
 use crate::index::FileIndex;
 use crate::search::SearchError;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
+pub use commit::{Base, CommitError, CommitOutcome, FileEdit, Landing};
 
 /// Parse trees kept in the syntax cache.
 const SYNTAX_CACHE_CAPACITY: usize = 512;
@@ -20,7 +32,7 @@ const SYNTAX_CACHE_CAPACITY: usize = 512;
 #[derive(Debug)]
 pub struct Engine {
     workspace: Workspace,
-    documents: DocumentStore,
+    documents: Arc<DocumentStore>,
     syntax: SyntaxCache,
     backends: Backends,
     /// The knowledge graph, opened by the first graph tool call (other tools never touch it).
@@ -31,15 +43,29 @@ pub struct Engine {
     editor: std::sync::OnceLock<Arc<dyn Editor>>,
 }
 
-/// One open document's new text, for [`Editor::apply`].
+/// Changes to one open document, for [`Editor::apply`].
 #[derive(Debug, Clone)]
 pub struct BufferEdit {
-    pub path: std::path::PathBuf,
-    /// The editor's version the edit was computed on.
+    pub id: DocumentId,
+    /// The editor's version the edits were computed on.
     pub version: i32,
-    /// The text at that version.
-    pub old_text: ropey::Rope,
-    pub new_text: String,
+    /// The text at that version (the edits' byte ranges are into it).
+    pub before: ropey::Rope,
+    /// Non-overlapping byte ranges of `before` and their new text (LSP `TextEdit`s of one
+    /// `TextDocumentEdit` all refer to the text before any of them).
+    pub edits: Vec<crate::documents::ByteEdit>,
+}
+
+/// What [`Engine::open_document`] did.
+#[derive(Debug, Clone)]
+pub struct OpenedDocument {
+    /// The document was open already: this was a reload.
+    pub reload: bool,
+    pub language: Option<Language>,
+    /// The (server, project root) pairs serving it, in order (empty: no server for it).
+    pub servers: Vec<(String, PathBuf)>,
+    /// Some of those servers are not running yet.
+    pub missing: bool,
 }
 
 /// The editor's answer to [`Editor::apply`].
@@ -56,9 +82,10 @@ pub enum EditorAnswer {
 /// undoable edits and never overwrite unsaved text.
 pub trait Editor: Send + Sync + std::fmt::Debug {
     /// Asks the editor to change open documents, all or none (one `workspace/applyEdit` with
-    /// versioned `documentChanges`), labelled `label` in its undo history. Blocks until the
-    /// editor answers and, when it applied them, until its `didChange`s arrived (bounded).
-    /// Call from a blocking context (a tool thread), never from an async task.
+    /// versioned `documentChanges`, each document under the URI the editor opened it with),
+    /// labelled `label` in its undo history. Blocks until the editor answers and, when it
+    /// applied them, until its `didChange`s arrived (bounded; woken by the documents store, not
+    /// polled). Call from a blocking context (a tool thread), never from an async task.
     ///
     /// Errors: the editor cannot apply edits (no `workspace.applyEdit` capability), is gone,
     /// or did not answer in time — nothing was changed by filepuff.
@@ -68,10 +95,11 @@ pub trait Editor: Send + Sync + std::fmt::Debug {
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
-        let backends = Backends::new(workspace.root(), workspace.config());
+        let documents = Arc::new(DocumentStore::new());
+        let backends = Backends::new(workspace.root(), workspace.config(), documents.clone());
         Engine {
             workspace,
-            documents: DocumentStore::new(),
+            documents,
             syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY),
             backends,
             graph: Mutex::new(None),
@@ -88,6 +116,55 @@ impl Engine {
     /// The live buffer store.
     pub fn documents(&self) -> &DocumentStore {
         &self.documents
+    }
+
+    /// A document was opened (the editor's `didOpen`): the store holds `text` at `version`, and
+    /// the servers serving it open it. Opening a document that is open already is a reload: the
+    /// store takes the new text and version, and so do the servers (see
+    /// [`crate::backends::LspClient::open_editor_document`]).
+    pub fn open_document(&self, id: DocumentId, language_id: String, version: i32, text: &str) -> OpenedDocument {
+        let language = Language::from_name(&language_id).or_else(|| Language::from_path(id.path()));
+        let reload = self.documents.open(id.clone(), text, version, language_id).is_some();
+        let (servers, missing) = self.backends.document_opened(&id, language);
+        OpenedDocument { reload, language, servers, missing }
+    }
+
+    /// The one entry for text changes of an open document: the editor's `didChange` (ranges in
+    /// `encoding`, LSP 3.17 `TextDocumentContentChangeEvent` order). The store applies them, then
+    /// each server serving the document gets them converted into its own encoding.
+    ///
+    /// Errors: [`ChangeError::NotOpen`] (nothing changes).
+    pub fn change_document(
+        &self,
+        id: &DocumentId,
+        version: i32,
+        encoding: Encoding,
+        changes: &[TextChange],
+    ) -> Result<DocumentChange, ChangeError> {
+        let change = self.documents.change(id, version, changes, encoding)?;
+        self.backends.document_changed(id, &change);
+        Ok(change)
+    }
+
+    /// The editor saved an open document: its servers get `didSave`.
+    pub fn save_document(&self, id: &DocumentId) {
+        if let Some(document) = self.documents.get(id) {
+            let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
+            self.backends.document_saved(id, language, &document.text);
+        }
+    }
+
+    /// The editor closed a document: the disk is the truth again, and its servers get
+    /// `didClose`. Returns whether it was open.
+    pub fn close_document(&self, id: &DocumentId) -> bool {
+        let language = self
+            .documents
+            .get(id)
+            .and_then(|d| Language::from_name(&d.language_id))
+            .or_else(|| Language::from_path(id.path()));
+        let closed = self.documents.close(id);
+        self.backends.document_closed(id, language);
+        closed
     }
 
     /// The attached editor, if any (see [`Editor`]).

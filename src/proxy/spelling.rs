@@ -1,0 +1,234 @@
+//! The editor's spelling of URIs.
+//!
+//! Behind the LSP face every document is its [`DocumentId`] and language servers see only its
+//! canonical URI ([`DocumentId::uri`]): one document per file, whatever the editor called it.
+//! The editor, though, must get back the URIs it used — a workspace opened through a symlink
+//! (`/home` → `/data/home`, macOS `/tmp` → `/private/tmp`, a monorepo checkout link) has every
+//! document spelt through the link, and an answer naming the real path would open a second
+//! buffer of the same file. So this face keeps, per session:
+//! - the spelling each open document was opened with (`didOpen`'s URI);
+//! - the editor's root spelling next to the canonical root, for files it has not opened
+//!   (a definition in another file, a diagnostic of a closed file);
+//! - a bounded cache of resolved editor URIs (resolution itself is the workspace's).
+//!
+//! Every `file:` URI in editor→server traffic goes through [`Spellings::to_servers`], every one
+//! in server→editor traffic through [`Spellings::to_editor`]: string values and object keys
+//! (`WorkspaceEdit.changes` is keyed by URI), at any depth.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use lsp_types::Url;
+use serde_json::Value;
+
+use crate::workspace::{DocumentId, Workspace, WorkspaceError};
+
+/// Resolved editor URIs kept (the cache is emptied when it grows past this).
+const CACHE: usize = 16_384;
+
+/// The editor's spellings (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct Spellings {
+    /// `(canonical root URI, editor's root URI)`, both ending in `/`, when they differ.
+    root_alias: Option<(String, String)>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Editor URI (as sent) → document.
+    resolved: HashMap<String, DocumentId>,
+    /// Canonical URI of an open document → the URI the editor opened it with.
+    opened: HashMap<String, Url>,
+    /// How many open documents the editor spells differently from their canonical URI.
+    respelt: usize,
+}
+
+impl Spellings {
+    /// Spellings for a session whose editor named its root `editor_root` (the first workspace
+    /// folder or `rootUri`), `canonical_root` being the workspace's root.
+    pub(crate) fn new(editor_root: Option<&Url>, canonical_root: &std::path::Path) -> Spellings {
+        let as_dir = |uri: &str| if uri.ends_with('/') { uri.to_owned() } else { format!("{uri}/") };
+        let canonical = Url::from_directory_path(canonical_root).ok().map(|u| as_dir(u.as_str()));
+        let root_alias = match (canonical, editor_root) {
+            (Some(canonical), Some(editor)) if as_dir(editor.as_str()) != canonical => {
+                Some((canonical, as_dir(editor.as_str())))
+            }
+            _ => None,
+        };
+        Spellings { root_alias, state: Mutex::new(State::default()) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The document an editor URI names (resolved by the workspace, cached).
+    ///
+    /// Errors: as [`Workspace::document_id_for_uri`].
+    pub(crate) fn id(&self, workspace: &Workspace, uri: &Url) -> Result<DocumentId, WorkspaceError> {
+        if let Some(id) = self.state().resolved.get(uri.as_str()) {
+            return Ok(id.clone());
+        }
+        let id = workspace.document_id_for_uri(uri)?;
+        let mut state = self.state();
+        if state.resolved.len() >= CACHE {
+            state.resolved.clear();
+        }
+        state.resolved.insert(uri.as_str().to_owned(), id.clone());
+        Ok(id)
+    }
+
+    /// The editor opened `id` as `uri`: answers about it use that spelling until it is closed.
+    pub(crate) fn opened(&self, id: &DocumentId, uri: &Url) {
+        let canonical = id.uri();
+        let mut state = self.state();
+        let respelt = canonical != *uri;
+        if let Some(previous) = state.opened.insert(canonical.as_str().to_owned(), uri.clone())
+            && previous != canonical
+        {
+            state.respelt -= 1;
+        }
+        if respelt {
+            state.respelt += 1;
+        }
+    }
+
+    /// The editor closed `id`.
+    pub(crate) fn closed(&self, id: &DocumentId) {
+        let canonical = id.uri();
+        let mut state = self.state();
+        if let Some(previous) = state.opened.remove(canonical.as_str())
+            && previous != canonical
+        {
+            state.respelt -= 1;
+        }
+    }
+
+    /// The URI the editor knows `id` by: the one it opened it with, else the canonical URI
+    /// spelt under the editor's root, else the canonical URI.
+    pub(crate) fn editor_uri(&self, id: &DocumentId) -> Url {
+        let canonical = id.uri();
+        if let Some(uri) = self.state().opened.get(canonical.as_str()) {
+            return uri.clone();
+        }
+        match self.respell_root(canonical.as_str()) {
+            Some(spelt) => Url::parse(&spelt).unwrap_or(canonical),
+            None => canonical,
+        }
+    }
+
+    /// Whether server→editor traffic can pass as it is (the editor spells everything
+    /// canonically).
+    pub(crate) fn is_identity(&self) -> bool {
+        self.root_alias.is_none() && self.state().respelt == 0
+    }
+
+    fn respell_root(&self, canonical: &str) -> Option<String> {
+        let (real, alias) = self.root_alias.as_ref()?;
+        canonical.strip_prefix(real.as_str()).map(|rest| format!("{alias}{rest}"))
+    }
+
+    /// Rewrites every `file:` URI in editor→server `value` to its canonical spelling. URIs the
+    /// workspace cannot resolve pass unchanged (the server will say what it makes of them).
+    pub(crate) fn to_servers(&self, workspace: &Workspace, value: &mut Value) {
+        walk(value, &mut |uri| {
+            let parsed = Url::parse(uri).ok()?;
+            let canonical = self.id(workspace, &parsed).ok()?.uri();
+            (canonical.as_str() != uri).then(|| canonical.to_string())
+        });
+    }
+
+    /// Rewrites every `file:` URI in server→editor `value` to the editor's spelling.
+    pub(crate) fn to_editor(&self, value: &mut Value) {
+        if self.is_identity() {
+            return;
+        }
+        walk(value, &mut |uri| {
+            if let Some(spelt) = self.state().opened.get(uri) {
+                return (spelt.as_str() != uri).then(|| spelt.to_string());
+            }
+            self.respell_root(uri)
+        });
+    }
+}
+
+/// Calls `map` on every string value and object key that is a `file:` URI, replacing it with
+/// what `map` returns.
+fn walk(value: &mut Value, map: &mut impl FnMut(&str) -> Option<String>) {
+    match value {
+        Value::String(text) if text.starts_with("file:") => {
+            if let Some(new) = map(text) {
+                *text = new;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| walk(item, map)),
+        Value::Object(object) => {
+            if object.keys().any(|k| k.starts_with("file:")) {
+                let entries: Vec<(String, Value)> = std::mem::take(object).into_iter().collect();
+                for (key, mut child) in entries {
+                    walk(&mut child, map);
+                    let key = if key.starts_with("file:") { map(&key).unwrap_or(key) } else { key };
+                    object.insert(key, child);
+                }
+            } else {
+                object.values_mut().for_each(|child| walk(child, map));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_are_canonical_toward_servers_and_the_editors_own_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let real = base.join("real");
+        std::fs::create_dir_all(real.join("pkg")).unwrap();
+        std::fs::write(real.join("pkg/a.go"), "package pkg\n").unwrap();
+        std::fs::write(real.join("pkg/b.go"), "package pkg\n").unwrap();
+        std::os::unix::fs::symlink(&real, base.join("link")).unwrap();
+        let workspace = Workspace::with_config(&base.join("link"), Default::default()).unwrap();
+        let editor_root = Url::from_directory_path(base.join("link")).unwrap();
+        let spellings = Spellings::new(Some(&editor_root), workspace.root());
+        let link_a = Url::from_file_path(base.join("link/pkg/a.go")).unwrap();
+        let real_a = Url::from_file_path(real.join("pkg/a.go")).unwrap();
+        let real_b = Url::from_file_path(real.join("pkg/b.go")).unwrap();
+        let link_b = Url::from_file_path(base.join("link/pkg/b.go")).unwrap();
+
+        let id = spellings.id(&workspace, &link_a).unwrap();
+        assert_eq!(id.uri(), real_a);
+        spellings.opened(&id, &link_a);
+        let mut params =
+            serde_json::json!({ "textDocument": { "uri": link_a }, "position": { "line": 0, "character": 1 } });
+        spellings.to_servers(&workspace, &mut params);
+        assert_eq!(params["textDocument"]["uri"], real_a.as_str());
+
+        let mut answer = serde_json::json!({
+            "changes": { real_a.as_str(): [], real_b.as_str(): [] },
+            "items": [ { "uri": real_b }, { "targetUri": real_a }, { "uri": "file:///usr/include/stdio.h" } ],
+        });
+        spellings.to_editor(&mut answer);
+        assert!(answer["changes"].get(link_a.as_str()).is_some() && answer["changes"].get(link_b.as_str()).is_some());
+        assert_eq!(answer["items"][0]["uri"], link_b.as_str());
+        assert_eq!(answer["items"][1]["targetUri"], link_a.as_str());
+        assert_eq!(answer["items"][2]["uri"], "file:///usr/include/stdio.h");
+        assert_eq!(spellings.editor_uri(&id), link_a);
+
+        // Without a root alias, an editor opening a file through a symlinked directory still
+        // gets its own spelling back, and the fast path returns once it is closed.
+        let plain = Spellings::new(Some(&Url::from_directory_path(&real).unwrap()), workspace.root());
+        assert!(plain.is_identity());
+        plain.opened(&id, &link_a);
+        assert!(!plain.is_identity());
+        let mut diagnostics = serde_json::json!({ "uri": real_a, "diagnostics": [] });
+        plain.to_editor(&mut diagnostics);
+        assert_eq!(diagnostics["uri"], link_a.as_str());
+        plain.closed(&id);
+        assert!(plain.is_identity());
+    }
+}
