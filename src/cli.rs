@@ -207,7 +207,7 @@ pub struct EditArgs {
     /// AST node kind to select (code files).
     #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,
-    /// Declared name to select: function, method (Type.method), class, type (code files).
+    /// Declared name to select: function, method (also qualified: Type.method, ns::T::f), class, type (code files).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// 1-based line: narrows AST selection; starts a line range in text mode.

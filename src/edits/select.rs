@@ -3,16 +3,25 @@
 //! Three modes, chosen by which selector fields are set (seed: filepuff API reference,
 //! `edit_preview`):
 //! - **AST** (`selector_kind` and/or `selector_name`, narrowed by `selector_line`): syntax
-//!   nodes of the file's tree-sitter tree. A name matches a declaration's declared name
-//!   (functions, methods — also as `Type.method` —, classes, types, constants, keys), found
-//!   through the symbol outline; the target is the whole declaration as written (with its
-//!   decorators, `export`, Go's `type`/`const` keyword when it declares one name).
+//!   nodes of the file's tree-sitter tree. A name matches a declaration (function, method,
+//!   class, type, constant, key; found through the symbol outline) by its own name (`m`) or by
+//!   a qualified name whose last part is that name and whose other parts end the scope it is
+//!   declared in: enclosing classes, namespaces, modules and `impl` types, and a method's own
+//!   receiver or scope (`A.m`, Go `Server.Serve` for `func (s *Server) Serve`, C++ `T::f` and
+//!   `ns::T::f` for `void ns::T::f()` or a member of `namespace ns { struct T {…} }`, Rust
+//!   `T::f` for an `impl T` item; `.` and `::` are interchangeable). Without `selector_kind`
+//!   the target is the whole declaration as written (with its decorators, `export`, C++
+//!   `template<…>`, Go's `type`/`const` keyword when it declares one name); `selector_kind`
+//!   picks the node of that kind among the declaration and those wrappers (Python
+//!   `function_definition` without its decorators). A candidate's kind is that node's kind and
+//!   its name is the qualified name (`::` in C, C++ and Rust, `.` elsewhere).
 //! - **text** (`selector_text` exact, or `selector_pattern` regex; `selector_line` and
 //!   `selector_line_end` narrow to matches starting on those lines): non-overlapping matches.
 //! - **lines** (`selector_line` alone, or with `selector_line_end`): whole lines.
 //!
 //! More than one candidate without `selector_index` is an error listing them all.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use ast_grep_core::Node;
@@ -21,7 +30,7 @@ use ast_grep_language::SupportLang;
 
 use super::{EditError, Selector, text};
 use crate::documents::Language;
-use crate::syntax::{ParsedFile, Symbol, outline, pattern};
+use crate::syntax::{ParsedFile, Symbol, SymbolKind, outline, pattern};
 
 type SyntaxNode<'r> = Node<'r, StrDoc<SupportLang>>;
 
@@ -55,9 +64,12 @@ pub struct Candidate {
     /// 1-based first and last line of `range`.
     pub start_line: usize,
     pub end_line: usize,
-    /// Node kind (AST mode).
+    /// Node kind (AST mode): the declaration's own node kind (`function_definition`,
+    /// `method_declaration`, or a wrapper such as `decorated_definition` when the target
+    /// includes it), never a body.
     pub kind: Option<String>,
-    /// Declared name (AST mode, when the node declares one).
+    /// Declared name (AST mode, when the node declares one), qualified by its scope as a
+    /// selector_name can give it: `A.m`, `Server.Hello`, `ns::T::f`.
     pub name: Option<String>,
 }
 
@@ -278,32 +290,37 @@ fn ast_candidates(
     selector: &Selector,
 ) -> Vec<Candidate> {
     let root = parsed.tree.root();
+    let outline = outline::outline(parsed);
+    let mut symbols = Vec::new();
+    flatten(&outline, &[], language, &mut symbols);
+    let separator = separator(language);
     let mut out: Vec<Candidate> = Vec::new();
     if let Some(name) = &selector.name {
-        let outline = outline::outline(parsed);
-        let mut symbols = Vec::new();
-        flatten(&outline, None, &mut symbols);
-        for (symbol, parent) in symbols {
-            if !name_matches(name, symbol, parent) {
+        for qualified in &symbols {
+            if !name_matches(name, qualified) {
                 continue;
             }
-            let Some(node) = node_at(&root, &symbol.byte_range) else { continue };
+            let symbol = qualified.symbol;
+            let Some(node) = node_at(&root, &symbol.byte_range, &symbol.node_kind) else { continue };
             let chain = declaration_chain(node);
             let chosen = match &selector.kind {
                 Some(kind) => chain.into_iter().find(|n| n.kind() == kind.as_str()),
                 None => chain.into_iter().last(),
             };
             if let Some(node) = chosen {
-                let candidate = candidate(source, lines, language, &node, Some(symbol.name.clone()));
+                let candidate = candidate(source, lines, language, &node, Some(qualified.display(separator)));
                 if !out.iter().any(|c| c.range == candidate.range) {
                     out.push(candidate);
                 }
             }
         }
     } else if let Some(kind) = &selector.kind {
+        // A kind can match thousands of nodes (`identifier`): find declarations by a map.
+        let declarations: HashMap<(Range<usize>, &str), &Qualified<'_>> =
+            symbols.iter().map(|q| ((q.symbol.byte_range.clone(), q.symbol.node_kind.as_str()), q)).collect();
         for node in root.dfs() {
             if node.is_named() && node.kind() == kind.as_str() {
-                let name = pattern::declared_name(&node);
+                let name = qualified_name_of(&node, &declarations, separator).or_else(|| pattern::declared_name(&node));
                 out.push(candidate(source, lines, language, &node, name));
             }
         }
@@ -312,37 +329,127 @@ fn ast_candidates(
     out
 }
 
-/// Outline symbols, depth first, each with its parent's name.
-fn flatten<'s>(symbols: &'s [Symbol], parent: Option<&'s str>, out: &mut Vec<(&'s Symbol, Option<&'s str>)>) {
-    for symbol in symbols {
-        out.push((symbol, parent));
-        flatten(&symbol.children, Some(&symbol.name), out);
+/// An outline symbol and the names that qualify it.
+struct Qualified<'s> {
+    symbol: &'s Symbol,
+    /// The enclosing declarations' names, outermost first, then a method's own receiver or scope
+    /// (Go `(s *Server)`, C++ `ns::T::f`), each reduced to a bare name (`*Server` → `Server`,
+    /// `Set[T]` → `Set`, `Foo<T>` → `Foo`). Empty at the top level.
+    scope: Vec<String>,
+}
+
+impl Qualified<'_> {
+    /// `A.m`, `Server.Hello`, `ns::T::f`: the scope and the name joined by `separator`.
+    fn display(&self, separator: &str) -> String {
+        let mut out = String::new();
+        for part in &self.scope {
+            out.push_str(part);
+            out.push_str(separator);
+        }
+        out.push_str(&self.symbol.name);
+        out
     }
 }
 
-/// `Hello` matches a symbol named `Hello`; `Server.Serve`, `Server::Serve` and
-/// `(*Server).Serve` match method `Serve` whose container (receiver, class, impl) is `Server`.
-fn name_matches(wanted: &str, symbol: &Symbol, parent: Option<&str>) -> bool {
-    if wanted == symbol.name {
+/// How `language` writes a qualified name: `::` in C, C++ and Rust, `.` elsewhere.
+fn separator(language: Language) -> &'static str {
+    match language {
+        Language::C | Language::Cpp | Language::Rust => "::",
+        _ => ".",
+    }
+}
+
+/// Outline symbols, depth first, each with its scope. Markdown headings are not scopes (a
+/// heading's name is its own title only).
+fn flatten<'s>(symbols: &'s [Symbol], scope: &[String], language: Language, out: &mut Vec<Qualified<'s>>) {
+    for symbol in symbols {
+        let mut own = scope.to_vec();
+        // A method's container is its receiver or scope; an impl's is its trait, not a scope.
+        if symbol.kind != SymbolKind::Impl
+            && let Some(container) = &symbol.container
+        {
+            own.extend(path_parts(container).iter().map(|part| bare_name(part)).filter(|part| !part.is_empty()));
+        }
+        let mut inner = own.clone();
+        if language != Language::Markdown && symbol.name != "(anonymous)" {
+            inner.extend(path_parts(&symbol.name).iter().map(|part| bare_name(part)).filter(|part| !part.is_empty()));
+        }
+        out.push(Qualified { symbol, scope: own });
+        flatten(&symbol.children, &inner, language, out);
+    }
+}
+
+/// `a.b::c` → `a`, `b`, `c`: splits at `.` and `::` outside brackets (`Map<a::B>::get` →
+/// `Map<a::B>`, `get`; `(*Server).Serve` → `(*Server)`, `Serve`).
+fn path_parts(path: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    let bytes = path.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'(' | b'[' | b'<' | b'{' => depth += 1,
+            b')' | b']' | b'>' | b'}' => depth = depth.saturating_sub(1),
+            b'.' if depth == 0 => {
+                parts.push(&path[start..at]);
+                start = at + 1;
+            }
+            b':' if depth == 0 && bytes.get(at + 1) == Some(&b':') => {
+                parts.push(&path[start..at]);
+                start = at + 2;
+                at += 1;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    parts.push(&path[start..]);
+    parts
+}
+
+/// A type as a scope name: `(*Server)` → `Server`, `Set[T]` → `Set`, `Foo<T>` → `Foo`.
+fn bare_name(part: &str) -> String {
+    let part = part.trim_matches(|c: char| matches!(c, '(' | ')' | '*' | '&') || c.is_whitespace());
+    let part = part.split(['[', '<', '(']).next().unwrap_or(part);
+    part.trim().to_owned()
+}
+
+/// Whether selector name `wanted` names `qualified`: its own name (`m`), or a qualified name
+/// whose last part is the name and whose other parts end its scope (`A.m`, `Outer.A.m`,
+/// `Server.Serve`, `(*Server).Serve`, `T::f`, `ns::T::f`).
+fn name_matches(wanted: &str, qualified: &Qualified<'_>) -> bool {
+    let name = &qualified.symbol.name;
+    if wanted == name {
         return true;
     }
-    let Some((owner, member)) = wanted.rsplit_once("::").or_else(|| wanted.rsplit_once('.')) else {
-        return false;
-    };
-    if member != symbol.name {
+    let parts = path_parts(wanted);
+    let Some((member, owners)) = parts.split_last() else { return false };
+    if owners.is_empty() || member.trim() != name {
         return false;
     }
-    let owner = owner.trim_start_matches("(*").trim_start_matches('(').trim_end_matches(')').trim_start_matches('*');
-    let container = symbol.container.as_deref().map(|c| c.trim_start_matches('*'));
-    container == Some(owner) || parent == Some(owner)
+    let owners: Vec<String> = owners.iter().map(|part| bare_name(part)).filter(|part| !part.is_empty()).collect();
+    !owners.is_empty() && qualified.scope.ends_with(&owners)
 }
 
-/// The named node spanning exactly `range` (the deepest such node; the outline's symbols are
-/// named nodes).
-fn node_at<'r>(root: &SyntaxNode<'r>, range: &Range<usize>) -> Option<SyntaxNode<'r>> {
+/// The qualified name of the declaration `node` is (or wraps, or is wrapped by), from the
+/// outline's declarations by node range and kind.
+fn qualified_name_of(
+    node: &SyntaxNode<'_>,
+    declarations: &HashMap<(Range<usize>, &str), &Qualified<'_>>,
+    separator: &str,
+) -> Option<String> {
+    declaration_chain(node.clone())
+        .iter()
+        .find_map(|n| declarations.get(&(n.range(), n.kind().as_ref())).map(|q| q.display(separator)))
+}
+
+/// The named node of kind `kind` spanning exactly `range` (an outline symbol's node; its
+/// parent may span the same bytes, as a Python class body holding one method does).
+fn node_at<'r>(root: &SyntaxNode<'r>, range: &Range<usize>, kind: &str) -> Option<SyntaxNode<'r>> {
     let mut current = root.clone();
     loop {
-        if current.range() == *range && current.is_named() && current.kind() != root.kind() {
+        if current.range() == *range && current.is_named() && current.kind() == kind {
             return Some(current);
         }
         let next = current.children().find(|child| {
@@ -465,20 +572,43 @@ mod tests {
     fn qualified_names() {
         let symbol = |name: &str, container: Option<&str>| Symbol {
             name: name.into(),
-            kind: crate::syntax::SymbolKind::Method,
+            kind: SymbolKind::Method,
             container: container.map(Into::into),
             start_line: 1,
             end_line: 1,
             byte_range: 0..1,
+            node_kind: "method_declaration".into(),
             children: Vec::new(),
         };
+        let qualify = |symbol: &Symbol, scope: &[&str]| {
+            let mut out = Vec::new();
+            let parents: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+            flatten(std::slice::from_ref(symbol), &parents, Language::Go, &mut out);
+            out.remove(0).scope
+        };
         let serve = symbol("Serve", Some("*Server"));
-        assert!(name_matches("Serve", &serve, None));
-        assert!(name_matches("Server.Serve", &serve, None));
-        assert!(name_matches("(*Server).Serve", &serve, None));
-        assert!(!name_matches("Client.Serve", &serve, None));
-        let method = symbol("run", None);
-        assert!(name_matches("Worker.run", &method, Some("Worker")));
-        assert!(name_matches("Worker::run", &method, Some("Worker")));
+        let go = Qualified { symbol: &serve, scope: qualify(&serve, &[]) };
+        assert_eq!(go.display("."), "Server.Serve");
+        for wanted in ["Serve", "Server.Serve", "(*Server).Serve", "(Server).Serve", "Server::Serve"] {
+            assert!(name_matches(wanted, &go), "{wanted}");
+        }
+        for wanted in ["Client.Serve", "Server.Other", ".Serve", "Serve.Server", "pkg.Other.Serve"] {
+            assert!(!name_matches(wanted, &go), "{wanted}");
+        }
+        let generic = symbol("Has", Some("Set[T]"));
+        let generic = Qualified { symbol: &generic, scope: qualify(&generic, &[]) };
+        assert!(name_matches("Set.Has", &generic) && name_matches("Set[T].Has", &generic));
+        // C++: an out-of-line definition inside a namespace block, by any suffix of its path.
+        let f = symbol("f", Some("T<int>"));
+        let cpp = Qualified { symbol: &f, scope: qualify(&f, &["outer", "ns"]) };
+        assert_eq!(cpp.display("::"), "outer::ns::T::f");
+        for wanted in ["f", "T::f", "ns::T::f", "outer::ns::T::f", "T<int>::f", "ns.T.f"] {
+            assert!(name_matches(wanted, &cpp), "{wanted}");
+        }
+        for wanted in ["ns::f", "U::f", "other::ns::T::f", "T::g"] {
+            assert!(!name_matches(wanted, &cpp), "{wanted}");
+        }
+        assert_eq!(path_parts("Map<a::B>::get"), ["Map<a::B>", "get"]);
+        assert_eq!(path_parts("(*Server).Serve"), ["(*Server)", "Serve"]);
     }
 }

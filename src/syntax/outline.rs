@@ -80,6 +80,10 @@ pub struct Symbol {
     pub end_line: usize,
     /// Byte range of the declaration's node in the text.
     pub byte_range: std::ops::Range<usize>,
+    /// The tree-sitter kind of that node (`function_definition`, `decorated_definition`,
+    /// `type_spec`, …): with `byte_range` it identifies the node, since a parent can span the
+    /// same bytes (a Python class body holding one method).
+    pub node_kind: String,
     /// Nested declarations (class members, `impl` items, module contents).
     pub children: Vec<Symbol>,
 }
@@ -163,7 +167,6 @@ fn collect<'r>(parent: &SyntaxNode<'r>, ctx: &mut Ctx<'_>, out: &mut Vec<Symbol>
 }
 
 fn build(node: &SyntaxNode<'_>, found: Found<'_>, ctx: &mut Ctx<'_>) -> Symbol {
-    let range = node.range();
     let mut children = Vec::new();
     if let Some(body) = &found.body {
         let was = ctx.in_class;
@@ -174,7 +177,7 @@ fn build(node: &SyntaxNode<'_>, found: Found<'_>, ctx: &mut Ctx<'_>) -> Symbol {
         collect(body, ctx, &mut children);
         ctx.in_class = was;
     }
-    symbol(ctx.parsed, found.name, found.kind, found.container, range, children)
+    symbol(ctx.parsed, found.name, found.kind, found.container, node, children)
 }
 
 fn symbol(
@@ -182,15 +185,17 @@ fn symbol(
     name: String,
     kind: SymbolKind,
     container: Option<String>,
-    range: std::ops::Range<usize>,
+    node: &SyntaxNode<'_>,
     children: Vec<Symbol>,
 ) -> Symbol {
+    let range = node.range();
+    let node_kind = node.kind().into_owned();
     let text = &parsed.text;
     let start_line = text.byte_to_line(range.start.min(text.len_bytes())) + 1;
     // The end byte is exclusive: a node ending in a line break ends on the line before it.
     let last_byte = range.end.saturating_sub(1).max(range.start).min(text.len_bytes());
     let end_line = text.byte_to_line(last_byte) + 1;
-    Symbol { name, kind, container, start_line, end_line, byte_range: range, children }
+    Symbol { name, kind, container, start_line, end_line, byte_range: range, node_kind, children }
 }
 
 fn classify<'r>(node: &SyntaxNode<'r>, ctx: &Ctx<'_>) -> Step<'r> {
@@ -449,8 +454,11 @@ fn c_function<'r>(node: &SyntaxNode<'r>, in_class: bool) -> Step<'r> {
 fn c_function_named<'r>(node: &SyntaxNode<'r>, function: &SyntaxNode<'_>, in_class: bool) -> Step<'r> {
     let Some(declarator) = function.field("declarator") else { return Step::Skip };
     let full = declarator.text().into_owned();
+    // Trimmed: GNU style breaks a line after the scope (`basic_string<…>::\n    _M_create`).
     let (container, name) = match full.rsplit_once("::") {
-        Some((scope, name)) if declarator.kind() == "qualified_identifier" => (Some(scope.to_owned()), name.to_owned()),
+        Some((scope, name)) if declarator.kind() == "qualified_identifier" => {
+            (Some(scope.trim().to_owned()), name.trim().to_owned())
+        }
         _ => (None, full),
     };
     let kind = if in_class || container.is_some() { SymbolKind::Method } else { SymbolKind::Function };
@@ -597,7 +605,7 @@ fn markdown_sections(parent: &SyntaxNode<'_>, ctx: &mut Ctx<'_>, out: &mut Vec<S
             .unwrap_or_default();
         let mut children = Vec::new();
         markdown_sections(&node, ctx, &mut children);
-        out.push(symbol(ctx.parsed, title, SymbolKind::Heading, None, node.range(), children));
+        out.push(symbol(ctx.parsed, title, SymbolKind::Heading, None, &node, children));
     }
 }
 

@@ -27,10 +27,13 @@ pub struct EditParams {
     /// are written in the file's style. AST insertions and replacements are re-indented to the
     /// target's indentation.
     pub new_content: Option<String>,
-    /// AST node kind (tree-sitter), e.g. function_declaration, class_definition. Code files only.
+    /// AST node kind (tree-sitter) of the declaration, e.g. function_declaration,
+    /// class_definition; a Python method is a function_definition, a TS/JS method a
+    /// method_definition, a Go method a method_declaration. Code files only.
     pub selector_kind: Option<String>,
-    /// Declared name of the target: function, method (also `Type.method`), class, type, key.
-    /// Code files only.
+    /// Declared name of the target: function, method, class, type, key; by its own name (`m`)
+    /// or qualified by its class, receiver, namespace or impl type (`A.m`, `Server.Hello`,
+    /// `ns::T::f`). Code files only.
     pub selector_name: Option<String>,
     /// 1-based line. AST mode: the target starts on (else contains) this line. Text mode: first
     /// line of the range (alone: the whole line; with selector_text/pattern: matches on it).
@@ -451,7 +454,7 @@ fn edit_error(err: EditError, shown: &str) -> ToolError {
         EditError::Ambiguous { candidates } => ToolError::new(
             ErrorCode::EditAmbiguous,
             message,
-            "Pick one with selector_index (0-based, from the candidates listed in context), or narrow with selector_line / selector_kind.",
+            "Pick one with selector_index (0-based, from the candidates listed in context), give the candidate's qualified name as selector_name (`A.m`, `ns::T::f`), or narrow with selector_line / selector_kind.",
         )
         .with("candidates", candidates_json(&candidates)),
         EditError::IndexOutOfRange { index, candidates } => ToolError::new(

@@ -315,7 +315,7 @@ def test_ambiguous_selector_is_an_error_listing_candidates(edit_session, edit_ro
         (0, 6, "function_declaration", "func Hello() {"),
         (1, 13, "method_declaration", "func (s *Server) Hello() {"),
     ]
-    assert "[1] line 13-15 method_declaration Hello" in text
+    assert "[1] line 13-15 method_declaration Server.Hello" in text
     assert path.read_text() == GO_SERVER
     err, _ = edit_session.error("edit_apply", {"file": "amb/server.go", "operation": "delete",
                                                "selector_name": "Hello", "selector_index": 2})
@@ -324,6 +324,117 @@ def test_ambiguous_selector_is_an_error_listing_candidates(edit_session, edit_ro
                                    "selector_index": 1})
     assert "(s *Server) Hello" not in path.read_text() and "// Hello on a server." not in path.read_text()
     assert gofmt_clean(path)
+
+
+# Member selectors, one file per language: two types A and B each declare member `m`
+# (Go: `M`), beside a free function of that name. `candidates` are the qualified names the
+# declaration kind + own name lists (A's, B's, then the free function's where it has the same
+# kind); `b` is B's member by a qualified name.
+MEMBER_CASES = [
+    pytest.param({
+        "file": "members/shapes.py", "kind": "function_definition", "member": "m",
+        "source": 'class A:\n    def m(self):\n        return "a"\n\n\nclass B:\n    def m(self):\n        return "b"\n\n\n'
+                  'def m():\n    return "free"\n',
+        "candidates": ["A.m", "B.m", "m"], "b": "B.m", "b_lines": (7, 8),
+        "new_content": 'def m(self):\n    return "B"',
+    }, id="python"),
+    pytest.param({
+        "file": "members/shapes.ts", "kind": "method_definition", "member": "m",
+        "source": 'export class A {\n  m(): string {\n    return "a";\n  }\n}\n\nnamespace ns {\n  export class B {\n'
+                  '    m(): string {\n      return "b";\n    }\n  }\n}\n\nexport function m(): string {\n  return "free";\n}\n',
+        "candidates": ["A.m", "ns.B.m"], "b": "ns.B.m", "b_lines": (9, 11),
+        "new_content": 'm(): string {\n  return "B";\n}',
+    }, id="typescript"),
+    pytest.param({
+        "file": "members/shapes.js", "kind": "method_definition", "member": "m",
+        "source": 'class A {\n  m() {\n    return "a";\n  }\n}\n\nclass B {\n  m() {\n    return "b";\n  }\n}\n\n'
+                  'function m() {\n  return "free";\n}\n\nmodule.exports = { A, B, m };\n',
+        "candidates": ["A.m", "B.m"], "b": "B.m", "b_lines": (8, 10),
+        "new_content": 'm() {\n  return "B";\n}',
+    }, id="javascript"),
+    pytest.param({
+        "file": "members/shapes.go", "kind": "method_declaration", "member": "M",
+        "source": 'package members\n\ntype A struct{}\n\ntype B struct{}\n\nfunc (a *A) M() string {\n\treturn "a"\n}\n\n'
+                  'func (b B) M() string {\n\treturn "b"\n}\n\nfunc M() string { return "free" }\n',
+        "candidates": ["A.M", "B.M"], "b": "B.M", "b_lines": (11, 13),
+        "new_content": 'func (b B) M() string {\n\treturn "B"\n}',
+    }, id="go"),
+    pytest.param({
+        # A's member is defined in its class, B's out of line as `shapes::B::m`.
+        "file": "members/shapes.cpp", "kind": "function_definition", "member": "m",
+        "source": 'namespace shapes {\nstruct A {\n  const char* m() { return "a"; }\n};\nstruct B {\n  const char* m();\n};\n'
+                  '}  // namespace shapes\n\nconst char* shapes::B::m() {\n  return "b";\n}\n\n'
+                  'const char* m() { return "free"; }\n',
+        "candidates": ["shapes::A::m", "shapes::B::m", "m"], "b": "B::m", "b_lines": (10, 12),
+        "new_content": 'const char* shapes::B::m() {\n  return "B";\n}',
+    }, id="cpp"),
+    pytest.param({
+        "file": "members/shapes.rs", "kind": "function_item", "member": "m",
+        "source": 'pub struct A;\npub struct B;\n\nimpl A {\n    pub fn m(&self) -> &str {\n        "a"\n    }\n}\n\n'
+                  'impl B {\n    pub fn m(&self) -> &str {\n        "b"\n    }\n}\n\npub fn m() -> &\'static str {\n    "free"\n}\n',
+        "candidates": ["A::m", "B::m", "m"], "b": "B.m", "b_lines": (11, 13),
+        "new_content": 'pub fn m(&self) -> &str {\n    "B"\n}',
+    }, id="rust"),
+]
+
+
+@pytest.mark.parametrize("case", MEMBER_CASES)
+def test_member_selectors_by_kind_and_name(edit_session, edit_root, case):
+    """The issue: selector_kind + selector_name found nothing for a method, and a qualified name
+    alone reported the class body (`block`) as the target's kind."""
+    path = write(edit_root, case["file"], case["source"])
+    kind, file = case["kind"], case["file"]
+    base = {"file": file, "operation": "replace", "new_content": case["new_content"]}
+
+    # Kind + own name: every declaration of that kind, named qualified.
+    err, text = edit_session.error("edit_preview", {**base, "selector_kind": kind, "selector_name": case["member"]})
+    assert err["code"] == 5007, err
+    listed = [(c["index"], c["kind"], c["name"]) for c in err["context"]["candidates"]]
+    assert listed == [(i, kind, name) for i, name in enumerate(case["candidates"])]
+    for name in case["candidates"]:
+        assert f"{kind} {name}:" in text
+
+    # The first candidate's qualified name alone: that declaration, reported by its own kind.
+    comment = "# first" if file.endswith(".py") else "// first"
+    first = edit_session.ok("edit_preview", {"file": file, "operation": "insert_before", "new_content": comment,
+                                             "selector_name": case["candidates"][0]})
+    assert first["target"]["kind"] == kind and first["target"]["name"] == case["candidates"][0]
+    assert first["target"]["candidates"] == 1
+
+    # selector_index and a qualified name pick the same member.
+    by_index = edit_session.ok("edit_preview", {**base, "selector_kind": kind, "selector_name": case["member"],
+                                                "selector_index": 1})
+    applied = edit_session.ok("edit_apply", {**base, "selector_kind": kind, "selector_name": case["b"],
+                                             "expected_hash": by_index["old_hash"]})
+    assert applied["applied"] and applied["written_to"] == "disk"
+    assert applied["target"] == {"start_line": case["b_lines"][0], "end_line": case["b_lines"][1], "kind": kind,
+                                 "name": case["candidates"][1], "candidates": 1}
+    assert (by_index["target"]["start_line"], by_index["target"]["end_line"]) == case["b_lines"]
+    assert by_index["diff"] == applied["diff"] and by_index["new_hash"] == applied["new_hash"]
+    expected = case["source"].replace('"b"', '"B"')
+    assert path.read_text() == expected
+    if file.endswith(".py"):
+        tree = ast.parse(expected)
+        b = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "B")
+        assert ast.unparse(b.body[0]).endswith("return 'B'")
+    if file.endswith(".go"):
+        assert gofmt_clean(path)
+
+
+def test_cpp_declaration_and_definition_share_a_qualified_name(edit_session, edit_root):
+    """`B::m` names both the in-class declaration and the out-of-line definition: an error that
+    lists both, resolved by selector_kind."""
+    source = ('namespace shapes {\nstruct B {\n  const char* m();\n};\n}  // namespace shapes\n\n'
+              'const char* shapes::B::m() {\n  return "b";\n}\n')
+    write(edit_root, "members/decl.cpp", source)
+    err, _ = edit_session.error("edit_preview", {"file": "members/decl.cpp", "operation": "delete",
+                                                 "selector_name": "shapes::B::m"})
+    assert err["code"] == 5007
+    assert [(c["kind"], c["name"], c["start_line"]) for c in err["context"]["candidates"]] == [
+        ("field_declaration", "shapes::B::m", 3), ("function_definition", "shapes::B::m", 7)]
+    out = edit_session.ok("edit_preview", {"file": "members/decl.cpp", "operation": "delete",
+                                           "selector_kind": "function_definition", "selector_name": "B.m"})
+    assert out["target"]["kind"] == "function_definition" and out["target"]["start_line"] == 7
 
 
 def test_syntax_breaking_edit_is_refused_byte_identical(edit_session, edit_root):
