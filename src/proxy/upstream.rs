@@ -413,7 +413,18 @@ impl Editor for EditorLink {
             edits.iter().all(|e| store.get(&e.id).is_none_or(|d| d.version != e.version))
         });
         if !arrived {
+            // Neovim answers `applied: true` and drops an edit made against an older version of
+            // its buffer ("newer than edits"): without the didChange, nothing is known to have
+            // changed, and saying "applied" would be a silent loss.
             tracing::warn!("the editor applied an edit but sent no didChange within {} s", EDITOR_DID_CHANGE.as_secs());
+            return Ok(EditorAnswer::Refused {
+                reason: Some(format!(
+                    "the editor answered applied: true, but its buffer did not change within {} s \
+                     (an editor may drop an edit made against an older version of its buffer); \
+                     read the file again and retry",
+                    EDITOR_DID_CHANGE.as_secs()
+                )),
+            });
         }
         Ok(EditorAnswer::Applied)
     }

@@ -178,3 +178,24 @@ def test_edit_apply_and_rename_symbol_land_alike(tmp_path, cleanup):
             cleanup.remove(thing)
         session.close()
         editor.kill()
+
+
+def test_an_edit_the_editor_says_it_applied_but_never_changed_is_not_reported_applied(tmp_path, cleanup):
+    """Neovim answers `applied: true` to an edit made against an older version of its buffer and
+    drops it: without the editor's didChange, the agent is told nothing is known to have
+    changed, not "applied"."""
+    need("gopls")
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "go", root)
+    editor = Editor(root, tmp_path / "lsp.log")
+    cleanup.append(editor)
+    main = root / "main.go"
+    uri = editor.open_buffer(main)
+    editor.handlers["workspace/applyEdit"] = lambda params: {"applied": True}
+    editor.wait_for(lambda: socket_path(root).exists(), 10, "the agent socket")
+    session = McpSession(root, tmp_path / "mcp.log").start()
+    cleanup.append(session)
+    out = session.ok("edit_apply", {"file": "main.go", "operation": "insert_after",
+                                    "selector_text": "func main() {", "new_content": "\t// agent\n"})
+    assert out["applied"] is False and "did not change" in out["editor_refused"], out
+    assert session.ok("file_read", {"path": "main.go"})["content"] == editor.buffers[uri][1]

@@ -144,11 +144,14 @@ function M.restart()
   local buffers = {}
   for _, client in ipairs(clients) do
     for bufnr in pairs(client.attached_buffers or {}) do buffers[bufnr] = true end
-    client.stop()
+    -- 0.11 has methods (client:stop()); the field functions are deprecated from 0.12.
+    if vim.fn.has("nvim-0.11") == 1 then client:stop() else client.stop() end
   end
+  -- Wait until each client is gone, not just told to stop (is_stopped() turns true when `exit`
+  -- is sent): the new filepuff lsp then finds the agent socket free sooner.
   vim.wait(5000, function()
     for _, client in ipairs(clients) do
-      if not client.is_stopped() then return false end
+      if vim.lsp.get_client_by_id(client.id) ~= nil then return false end
     end
     return true
   end, 50)
