@@ -15,7 +15,7 @@
 //! version numbers and changes ([`LspClient::change_editor_document`]) and never closed for
 //! idleness or disk changes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -48,15 +48,48 @@ use super::{BackendError, ServerSpec};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{AppliedChange, DocumentChange};
 
+/// One `$/progress` token begun and not yet ended.
+#[derive(Debug, Clone, Copy)]
+struct Work {
+    /// Its place in the order tokens began ([`Shared::progress_begun`] when it began).
+    seq: u64,
+    /// Background work (loading, indexing) rather than the progress of one request: it began
+    /// while none of our requests was in flight, or it outlived the request it began under.
+    background: bool,
+}
+
+/// Wakes readiness waiters: bumped on every progress and status notification.
+#[derive(Debug)]
+struct Signal(tokio::sync::watch::Sender<u64>);
+
+impl Default for Signal {
+    fn default() -> Signal {
+        Signal(tokio::sync::watch::channel(0).0)
+    }
+}
+
+impl Signal {
+    fn bump(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
 /// What the router handlers share with the client handle.
 #[derive(Debug, Default)]
 struct Shared {
     /// `$/progress` tokens begun and not yet ended.
-    active_progress: HashSet<String>,
+    active_progress: HashMap<String, Work>,
     /// When a progress token last began, reported or ended.
     last_progress: Option<Instant>,
-    /// How many progress tokens ever began (a request answered while this moved may be stale).
+    /// How many progress tokens ever began.
     progress_begun: u64,
+    /// Our requests to the server in flight (tools' and the editor's): progress that begins
+    /// meanwhile is taken for that request's own until it outlives it.
+    in_flight: usize,
+    /// The server settled once after its start (see [`LspClient::wait_ready`]): from then on
+    /// only background work the server reports makes a request wait.
+    settled: bool,
+    signal: Signal,
     /// rust-analyzer's `experimental/serverStatus` `quiescent` (false while it is busy).
     quiescent: Option<bool>,
     /// clangd's `textDocument/clangd.fileStatus` per document: anything but `idle` is busy.
@@ -98,6 +131,14 @@ impl Shared {
     /// working on a file.
     fn is_busy(&self) -> bool {
         !self.active_progress.is_empty() || self.quiescent == Some(false) || !self.file_status.is_empty()
+    }
+
+    /// Busy with work a request about `target` must wait for: background progress (not a
+    /// request's own), rust-analyzer not quiescent, clangd working on `target`.
+    fn busy_for(&self, target: Option<&str>) -> bool {
+        self.active_progress.values().any(|work| work.background)
+            || self.quiescent == Some(false)
+            || target.is_some_and(|uri| self.file_status.contains_key(uri))
     }
 }
 
@@ -414,8 +455,9 @@ impl LspClient {
                             let mut shared = lock(state);
                             match &params.value {
                                 ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(_)) => {
-                                    shared.active_progress.insert(token);
                                     shared.progress_begun += 1;
+                                    let work = Work { seq: shared.progress_begun, background: shared.in_flight == 0 };
+                                    shared.active_progress.insert(token, work);
                                 }
                                 ProgressParamsValue::WorkDone(WorkDoneProgress::End(_)) => {
                                     shared.active_progress.remove(&token);
@@ -423,6 +465,7 @@ impl LspClient {
                                 ProgressParamsValue::WorkDone(WorkDoneProgress::Report(_)) => {}
                             }
                             shared.last_progress = Some(Instant::now());
+                            shared.signal.bump();
                         }
                         up.notify::<Progress>(&params);
                         ControlFlow::Continue(())
@@ -442,6 +485,7 @@ impl LspClient {
                     let mut shared = lock(state);
                     shared.quiescent = params.get("quiescent").and_then(Value::as_bool);
                     shared.last_progress = Some(Instant::now());
+                    shared.signal.bump();
                     ControlFlow::Continue(())
                 })
                 .notification::<ClangdFileStatus>(|state, params| {
@@ -454,6 +498,7 @@ impl LspClient {
                         shared.file_status.insert(uri, status);
                     }
                     shared.last_progress = Some(Instant::now());
+                    shared.signal.bump();
                     ControlFlow::Continue(())
                 })
                 .notification::<LogMessage>({
@@ -796,7 +841,16 @@ impl LspClient {
         let id = *next;
         *next += 1;
         let mut socket = self.server.clone();
-        Ok((id, Box::pin(socket.call(request))))
+        let in_flight = InFlight::new(&self.shared);
+        let answer = socket.call(request);
+        Ok((
+            id,
+            Box::pin(async move {
+                let answer = answer.await;
+                drop(in_flight);
+                answer
+            }),
+        ))
     }
 
     /// Tells the server to drop request `id` (`$/cancelRequest`).
@@ -843,6 +897,7 @@ impl LspClient {
         R::Result: Send + 'static,
     {
         *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let _in_flight = InFlight::new(&self.shared);
         let mut future = Box::pin(self.server.request::<R>(params));
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
@@ -877,6 +932,9 @@ impl LspClient {
     ) -> Result<R::Result, BackendError> {
         match result {
             Ok(result) => Ok(result),
+            Err(async_lsp::Error::Response(err)) if err.code == async_lsp::ErrorCode::CONTENT_MODIFIED => {
+                Err(BackendError::ContentModified { server: self.name.clone(), method: R::METHOD })
+            }
             Err(async_lsp::Error::Response(err)) => {
                 Err(BackendError::Server { server: self.name.clone(), method: R::METHOD, message: err.message })
             }
@@ -1072,35 +1130,78 @@ impl LspClient {
         lock(&self.shared).diagnostics.get(uri).map(|(version, diagnostics, _)| (*version, diagnostics.clone()))
     }
 
-    /// Waits until no `$/progress` is active and none changed for `quiet`, at most `limit`.
-    /// Returns true when the server went quiet, false on the limit.
-    pub async fn wait_until_quiet(&self, quiet: Duration, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
+    /// Waits until the server is ready to answer a request that needs its index (references,
+    /// workspace symbols, call hierarchy, diagnostics) about `target`, at most `limit`.
+    /// Returns true when ready, false on the limit.
+    ///
+    /// Readiness comes from what the server reports (issue 15): background `$/progress` (loading,
+    /// indexing — not the begin/end pair a server such as basedpyright sends around each
+    /// request), rust-analyzer's `experimental/serverStatus` `quiescent`, clangd's
+    /// `textDocument/clangd.fileStatus` for `target`. Once after its start the server must also
+    /// have been quiet for [`SETTLE`] (a server often begins loading only when it sees the first
+    /// document, a little after it); on the warm path there is no fixed wait. Woken by the
+    /// server's notifications, not polled.
+    pub async fn wait_ready(&self, target: Option<&Url>, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let target = target.map(Url::as_str);
+        let mut changes = lock(&self.shared).signal.0.subscribe();
         loop {
-            let (active, last) = {
-                let shared = lock(&self.shared);
-                (usize::from(shared.is_busy()), shared.last_progress)
+            let wait = {
+                let mut shared = lock(&self.shared);
+                if shared.busy_for(target) {
+                    Some(None)
+                } else if shared.settled {
+                    None
+                } else {
+                    let quiet = shared.last_progress.unwrap_or(self.started).elapsed();
+                    if quiet >= SETTLE {
+                        shared.settled = true;
+                        None
+                    } else {
+                        Some(Some(SETTLE - quiet))
+                    }
+                }
             };
-            let settled = last.is_none_or(|at| at.elapsed() >= quiet);
-            if active == 0 && settled {
-                return true;
-            }
-            if Instant::now() >= deadline {
+            let Some(settle) = wait else { return true };
+            let until = match settle {
+                Some(settle) => (tokio::time::Instant::now() + settle).min(deadline),
+                None => deadline,
+            };
+            if tokio::time::Instant::now() >= deadline {
                 return false;
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            let _ = tokio::time::timeout_at(until, changes.changed()).await;
         }
     }
 
-    /// Whether a `$/progress` is running now (the server is indexing or loading).
+    /// Whether a `$/progress` is running now (the server is indexing or loading), for status.
     pub fn busy(&self) -> bool {
         lock(&self.shared).is_busy()
     }
 
-    /// How many `$/progress` tokens have begun so far: compare before and after a request to
-    /// know whether the server started loading or indexing while it answered.
-    pub fn progress_generation(&self) -> u64 {
+    /// Whether work a request about `target` would wait for is running (see
+    /// [`LspClient::wait_ready`]): an answer given now may be partial.
+    pub fn busy_for(&self, target: Option<&Url>) -> bool {
+        lock(&self.shared).busy_for(target.map(Url::as_str))
+    }
+
+    /// A mark in the order progress tokens begin, taken before a request: see
+    /// [`LspClient::work_began_since`].
+    pub fn progress_mark(&self) -> u64 {
         lock(&self.shared).progress_begun
+    }
+
+    /// Whether work that began after `mark` is still running — after a request's answer, work
+    /// that outlived the request (a background index the request set off), so the answer may be
+    /// partial. Such work is background from now on.
+    pub fn work_began_since(&self, mark: u64) -> bool {
+        let mut shared = lock(&self.shared);
+        let mut began = false;
+        for work in shared.active_progress.values_mut().filter(|work| work.seq > mark) {
+            work.background = true;
+            began = true;
+        }
+        began
     }
 
     /// `shutdown` and `exit`, then stops the main loop and the process.
@@ -1133,6 +1234,27 @@ fn short_version(version: &str) -> String {
         return v.clone();
     }
     version.lines().next().unwrap_or_default().chars().take(40).collect()
+}
+
+/// How long a server must have been quiet, once after its start, before a request that needs
+/// its index is sent (see [`LspClient::wait_ready`]).
+pub const SETTLE: Duration = Duration::from_millis(300);
+
+/// One of our requests in flight (counted in [`Shared::in_flight`] until dropped).
+struct InFlight(Arc<Mutex<Shared>>);
+
+impl InFlight {
+    fn new(shared: &Arc<Mutex<Shared>>) -> InFlight {
+        lock(shared).in_flight += 1;
+        InFlight(shared.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut shared = lock(&self.0);
+        shared.in_flight = shared.in_flight.saturating_sub(1);
+    }
 }
 
 fn lock(shared: &Arc<Mutex<Shared>>) -> std::sync::MutexGuard<'_, Shared> {

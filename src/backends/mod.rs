@@ -13,6 +13,7 @@
 //! A client whose process died is replaced on the next request (with backoff after repeated
 //! failures) and the documents it needs are synced again from the documents store.
 
+mod ask;
 pub mod client;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use serde_json::Value;
 
 use crate::documents::{DocumentChange, DocumentStore, Encoding, Language};
 use crate::workspace::{Config, DocumentId, LspConfig};
+pub use ask::{Answered, Completeness, Needs, Question};
 pub use client::{ClientRef, LspClient, StartOptions};
 
 /// One language server: how to start it and what it serves.
@@ -63,6 +65,10 @@ pub enum BackendError {
     Timeout { server: String, method: &'static str, ms: u64 },
     #[error("language server {server} answered {method} with an error: {message}")]
     Server { server: String, method: &'static str, message: String },
+    /// The server's answer was `ContentModified` (-32801, LSP 3.17): the document changed while
+    /// it worked; asking again gives a current answer.
+    #[error("language server {server} answered {method}: the content changed meanwhile")]
+    ContentModified { server: String, method: &'static str },
 }
 
 /// The default servers (DESIGN.md "backends").

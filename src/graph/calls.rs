@@ -251,11 +251,12 @@ async fn ask_one_server(
     files: Vec<FileToAsk>,
     limits: LspCallsLimits,
 ) -> Vec<(usize, Result<FileCalls, (bool, String)>)> {
-    // A server often starts loading its workspace when it sees the first document: let it.
+    // A server often starts loading its workspace when it sees the first document: let it
+    // (readiness as for every request that needs the index, see `LspClient::wait_ready`).
     if let Some((_, uri, language_id, text)) = files.first()
         && client.sync(uri, language_id, text).await.is_ok()
     {
-        client.wait_until_quiet(Duration::from_millis(300), limits.ready_timeout).await;
+        client.wait_ready(Some(uri), limits.ready_timeout).await;
     }
     // Futures built up front from owned values (a stream `map` closure over borrowed ones is not
     // provably `Send` for every lifetime, which the backends' runtime needs).

@@ -246,12 +246,9 @@ type Diagnosed = Result<(Vec<DiagnosticInfo>, bool, String), String>;
 
 /// The diagnostics of `text` as `path`'s content, from the file's language server.
 fn diagnostics_of(engine: &Engine, path: &std::path::Path, language: Language, text: &Rope) -> Diagnosed {
-    let acquired = engine.backends().acquire(path, language).map_err(|err| err.to_string())?;
-    let client = acquired.client;
-    let server = client.server_info.clone().unwrap_or_else(|| client.name.clone());
-    let (diagnostics, current) =
-        file_diagnostics(engine, &client, path, language, text).map_err(|err| err.message.clone())?;
-    Ok((diagnostics, current, server))
+    let id = crate::workspace::DocumentId::from_canonical(path);
+    let found = file_diagnostics(engine, &id, language, text).map_err(|err| err.message.clone())?;
+    Ok((found.diagnostics, found.current, found.server))
 }
 
 /// Splits the after-edit diagnostics into introduced and pre-existing ones.

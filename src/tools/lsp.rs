@@ -13,7 +13,6 @@
 //! are about what the editor shows.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,16 +27,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorCode, ToolError, error::read_error};
-use crate::backends::{Acquired, BackendError, LspClient};
+use crate::backends::{BackendError, LspClient, Needs, Question};
 use crate::documents::Language;
 use crate::documents::position::{self, Encoding, OneBased};
 use crate::engine::Engine;
-use crate::workspace::ResolvedPath;
+use crate::workspace::{DocumentId, ResolvedPath};
 
 /// Lines of code shown around a definition (before and after its first line).
 const PREVIEW_CONTEXT: usize = 3;
-/// How long the server must have been without `$/progress` to count as settled.
-const QUIET: Duration = Duration::from_millis(300);
 
 /// A position in a file, as the seed's LSP tools take it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -162,7 +159,7 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
         return Ok(fallback::definition(engine, &target, note));
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) = target.ask(engine, true, |client, position| {
+    let (locations, answer, encoding) = target.ask(engine, Needs::Index, |client, position| {
         let params = GotoDefinitionParams {
             text_document_position_params: position,
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -193,7 +190,7 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
         return fallback::references(engine, &target, note, include_declaration);
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) = target.ask(engine, true, move |client, position| {
+    let (locations, answer, encoding) = target.ask(engine, Needs::Index, move |client, position| {
         let params = ReferenceParams {
             text_document_position: position,
             work_done_progress_params: WorkDoneProgressParams::default(),
@@ -236,7 +233,7 @@ pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutp
         });
     }
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, true, |client, position| {
+    let (hover, answer, _) = target.ask(engine, Needs::Document, |client, position| {
         let params =
             HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
         async move { client.request::<HoverRequest>(params, timeout).await }
@@ -392,12 +389,13 @@ impl Target {
         text[start..end].to_owned()
     }
 
-    /// Syncs documents, sends the request built by `make`, and retries once on a crash or
-    /// timeout with a fresh server. With `needs_index`, waits for the server to settle first.
+    /// Asks the file's server the request `make` builds at this position (converted into the
+    /// server's encoding), through the one ask path ([`crate::backends::Backends::ask`]: sync,
+    /// readiness, one retry). Returns the answer, how it was had, and the server's encoding.
     pub(super) fn ask<T, F, Fut>(
         &self,
         engine: &Engine,
-        needs_index: bool,
+        needs: Needs,
         make: F,
     ) -> Result<(T, AnswerInfo, Encoding), ToolError>
     where
@@ -405,108 +403,32 @@ impl Target {
         F: Fn(Arc<LspClient>, TextDocumentPositionParams) -> Fut,
         Fut: std::future::Future<Output = Result<T, BackendError>> + Send + 'static,
     {
-        let backends = engine.backends();
-        let mut restarted = false;
-        let mut last_error = None;
-        for attempt in 0..2 {
-            let Acquired { client, restarted: was_restarted } =
-                backends.acquire(&self.resolved.absolute, self.language).map_err(backend_error)?;
-            restarted |= was_restarted || attempt > 0;
-            let uri = Url::from_file_path(&self.resolved.absolute)
-                .map_err(|()| ToolError::internal(format!("no file URI for {}", self.resolved.absolute.display())))?;
-            let documents = open_documents(engine, &self.resolved.absolute, &self.text, self.language);
-            let (pos, _) = position::offset_to_position(&self.text, self.offset, client.encoding);
-            let position = TextDocumentPositionParams {
-                text_document: TextDocumentIdentifier { uri },
-                position: lsp_types::Position { line: pos.line, character: pos.character },
-            };
-            let ready_limit = Duration::from_millis(backends.config().ready_timeout_ms);
-            // Sync, let the server settle, ask; if it started loading or indexing meanwhile (a
-            // server often begins only once it sees the first document), settle and ask again,
-            // all within `ready_timeout_ms`.
-            let first = make(client.clone(), position.clone());
-            let second = make(client.clone(), position);
-            let worker = client.clone();
-            let outcome = backends.run(async move {
-                let deadline = std::time::Instant::now() + ready_limit;
-                for (uri, language_id, text) in documents {
-                    worker.sync(&uri, &language_id, &text).await?;
-                }
-                let mut settled = !needs_index || worker.wait_until_quiet(QUIET, ready_limit).await;
-                let generation = worker.progress_generation();
-                let mut result = first.await?;
-                if needs_index && (worker.busy() || worker.progress_generation() != generation) {
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    settled = worker.wait_until_quiet(QUIET, left).await;
-                    if settled {
-                        result = second.await?;
-                    }
-                }
-                Ok::<_, BackendError>((result, Some(settled), worker.busy()))
-            });
-            match outcome {
-                Ok((result, settled, busy)) => {
-                    let completeness = match (settled, busy) {
-                        (Some(false), _) => "timed_out",
-                        (_, true) => "indexing",
-                        _ => "complete",
-                    };
-                    let server = client.server_info.clone().unwrap_or_else(|| client.name.clone());
-                    let answer = AnswerInfo {
-                        server,
-                        completeness: completeness.to_owned(),
-                        restarted,
-                        line: self.at.line as usize,
-                        column: self.at.column as usize,
-                        approximate: false,
-                        note: None,
-                    };
-                    return Ok((result, answer, client.encoding));
-                }
-                Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {
-                    if attempt == 0 {
-                        tracing::warn!("{err}; restarting the server and retrying once");
-                    }
-                    backends.discard(&client);
-                    last_error = Some(err);
-                }
-                Err(err) => return Err(backend_error(err)),
-            }
-        }
-        Err(backend_error(
-            last_error.unwrap_or(BackendError::Crashed { server: String::new(), message: String::new() }),
-        ))
+        let id = self.resolved.id();
+        let uri = id.uri();
+        let question = Question { id: &id, language: self.language, text: &self.text, needs };
+        let answered = engine
+            .backends()
+            .ask(question, |client| {
+                let (pos, _) = position::offset_to_position(&self.text, self.offset, client.encoding);
+                let position = TextDocumentPositionParams {
+                    text_document: TextDocumentIdentifier { uri: uri.clone() },
+                    position: lsp_types::Position { line: pos.line, character: pos.character },
+                };
+                make(client, position)
+            })
+            .map_err(backend_error)?;
+        let client = &answered.client;
+        let answer = AnswerInfo {
+            server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
+            completeness: answered.completeness.as_str().to_owned(),
+            restarted: answered.restarted,
+            line: self.at.line as usize,
+            column: self.at.column as usize,
+            approximate: false,
+            note: None,
+        };
+        Ok((answered.value, answer, client.encoding))
     }
-}
-
-/// The documents to sync before a request: the target (its current text) and every open buffer
-/// the server's languages cover, under their canonical URIs (the one spelling servers see).
-fn open_documents(engine: &Engine, target: &Path, text: &Rope, language: Language) -> Vec<(Url, String, Rope)> {
-    let mut out = Vec::new();
-    if let Ok(uri) = Url::from_file_path(target) {
-        out.push((uri, language.lsp_id().to_owned(), text.clone()));
-    }
-    for id in engine.documents().open_ids() {
-        if id.path() == target {
-            continue;
-        }
-        let Some(document) = engine.documents().get(&id) else { continue };
-        let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
-        if doc_language.is_none_or(|l| !same_server(l, language)) {
-            continue;
-        }
-        out.push((id.uri(), document.language_id.clone(), document.text));
-    }
-    out
-}
-
-fn same_server(a: Language, b: Language) -> bool {
-    let group = |l: Language| match l {
-        Language::C | Language::Cpp => 1,
-        Language::TypeScript | Language::Tsx | Language::JavaScript => 2,
-        other => 10 + other as u8,
-    };
-    group(a) == group(b)
 }
 
 /// 1-based columns (characters) where `symbol` occurs on the line as a whole identifier.
@@ -683,6 +605,13 @@ pub(super) fn backend_error(err: BackendError) -> ToolError {
                 .with("server", server)
                 .with("method", method)
         }
+        BackendError::ContentModified { server, method } => ToolError::new(
+            ErrorCode::LspServerError,
+            message,
+            "The file kept changing while the server worked (asked twice); retry.",
+        )
+        .with("server", server)
+        .with("method", method),
     }
 }
 
@@ -796,15 +725,13 @@ pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<Diagnos
             "",
         )
     })?;
-    let Acquired { client, restarted } =
-        engine.backends().acquire(&resolved.absolute, language).map_err(backend_error)?;
-    let (diagnostics, current) = file_diagnostics(engine, &client, &resolved.absolute, language, &source.text)?;
+    let found = file_diagnostics(engine, &resolved.id(), language, &source.text)?;
     Ok(DiagnosticsOutput {
         file: resolved.relative,
-        diagnostics,
-        current,
-        server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
-        restarted,
+        diagnostics: found.diagnostics,
+        current: found.current,
+        server: found.server,
+        restarted: found.restarted,
     })
 }
 
@@ -869,28 +796,40 @@ fn severity_name(severity: Option<lsp_types::DiagnosticSeverity>) -> &'static st
     }
 }
 
-/// Syncs `text` as `path`'s content to `client` and returns the diagnostics for it, converted.
+/// A file's diagnostics from its server (see [`file_diagnostics`]).
+#[derive(Debug, Clone)]
+pub struct FileDiagnostics {
+    /// In position order, 1-based lines and columns.
+    pub diagnostics: Vec<DiagnosticInfo>,
+    /// Known to be for `text` (see [`LspClient::diagnostics`]).
+    pub current: bool,
+    /// The server's name and version.
+    pub server: String,
+    pub restarted: bool,
+}
+
+/// The diagnostics of `text` as the content of `id`, from its server through the one ask path
+/// (synced, once the server is ready), converted to 1-based lines and columns.
+///
+/// Errors: as [`find_definition`]'s server errors (4001–4006).
 pub fn file_diagnostics(
     engine: &Engine,
-    client: &Arc<LspClient>,
-    path: &Path,
+    id: &DocumentId,
     language: Language,
     text: &Rope,
-) -> Result<(Vec<DiagnosticInfo>, bool), ToolError> {
-    let uri = Url::from_file_path(path).map_err(|()| ToolError::internal(format!("no URI for {}", path.display())))?;
-    let documents = open_documents(engine, path, text, language);
+) -> Result<FileDiagnostics, ToolError> {
+    let uri = id.uri();
     let limit = Duration::from_millis(engine.backends().config().ready_timeout_ms);
-    let worker = client.clone();
-    let (raw, current) = engine
+    let question = Question { id, language, text, needs: Needs::Index };
+    let answered = engine
         .backends()
-        .run(async move {
-            for (uri, language_id, text) in documents {
-                worker.sync(&uri, &language_id, &text).await?;
-            }
-            worker.wait_until_quiet(QUIET, limit).await;
-            worker.diagnostics(&uri, limit).await
+        .ask(question, |client| {
+            let uri = uri.clone();
+            async move { client.diagnostics(&uri, limit).await }
         })
         .map_err(backend_error)?;
+    let (raw, current) = answered.value;
+    let client = &answered.client;
     let encoding = client.encoding;
     let convert = |p: lsp_types::Position| {
         let (offset, _) =
@@ -906,7 +845,12 @@ pub fn file_diagnostics(
         })
         .collect();
     out.sort_by_key(|d| (d.line, d.column));
-    Ok((out, current))
+    Ok(FileDiagnostics {
+        diagnostics: out,
+        current,
+        server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
+        restarted: answered.restarted,
+    })
 }
 
 /// Readable text of `diagnostics`.
@@ -928,6 +872,7 @@ mod tests {
 
     use super::*;
     use crate::workspace::{DocumentId, Workspace};
+    use std::path::Path;
 
     fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();

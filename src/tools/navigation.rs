@@ -20,6 +20,7 @@ use super::lsp::{
     AnswerInfo, LocationInfo, Locator, PositionParams, Target, answer_line, hover_text, location_info, request_timeout,
 };
 use super::{ErrorCode, ToolError};
+use crate::backends::Needs;
 use crate::documents::Language;
 use crate::engine::Engine;
 
@@ -39,7 +40,7 @@ pub struct HoverOutput {
 pub fn hover(engine: &Engine, params: PositionParams) -> Result<HoverOutput, ToolError> {
     let target = Target::resolve(engine, &params)?;
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, true, move |client, position| {
+    let (hover, answer, _) = target.ask(engine, Needs::Document, move |client, position| {
         let params =
             HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
         async move { client.request::<HoverRequest>(params, timeout).await }
@@ -86,7 +87,7 @@ pub struct DocumentSymbolsOutput {
 pub fn document_symbols(engine: &Engine, params: DocumentSymbolsParams) -> Result<DocumentSymbolsOutput, ToolError> {
     let target = Target::file(engine, &params.file)?;
     let timeout = request_timeout(engine);
-    let (response, answer, encoding) = target.ask(engine, true, move |client, position| {
+    let (response, answer, encoding) = target.ask(engine, Needs::Document, move |client, position| {
         let params = DocumentSymbolParams {
             text_document: position.text_document,
             work_done_progress_params: Default::default(),
@@ -178,23 +179,22 @@ pub fn workspace_symbols(engine: &Engine, params: WorkspaceSymbolsParams) -> Res
         clients.push(backends.acquire(&anchor, language).map_err(super::lsp::backend_error)?.client);
     }
     let timeout = request_timeout(engine);
-    let limit = std::time::Duration::from_millis(backends.config().ready_timeout_ms);
     let mut symbols: Vec<SymbolEntry> = Vec::new();
     let mut servers = Vec::new();
     let (mut all_settled, mut any_busy) = (true, false);
     for client in clients {
         let query = params.query.clone();
         let worker = client.clone();
-        let (response, settled, busy) = backends
+        let settled = backends.wait_ready(&client);
+        let (response, busy) = backends
             .run(async move {
-                let settled = worker.wait_until_quiet(std::time::Duration::from_millis(300), limit).await;
                 let params = WorkspaceSymbolParams {
                     query,
                     work_done_progress_params: Default::default(),
                     partial_result_params: Default::default(),
                 };
                 let response = worker.request::<WorkspaceSymbolRequest>(params, timeout).await?;
-                Ok::<_, crate::backends::BackendError>((response, settled, worker.busy()))
+                Ok::<_, crate::backends::BackendError>((response, worker.busy_for(None)))
             })
             .map_err(super::lsp::backend_error)?;
         all_settled &= settled;
@@ -309,42 +309,43 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);
     type Calls = (Option<CallHierarchyItem>, Vec<(CallHierarchyItem, Vec<lsp_types::Range>)>);
-    let (found, answer, encoding): (Calls, _, _) = target.ask(engine, true, move |client, position| async move {
-        let prepare = CallHierarchyPrepareParams {
-            text_document_position_params: position,
-            work_done_progress_params: Default::default(),
-        };
-        let items = client.request::<CallHierarchyPrepare>(prepare, timeout).await?.unwrap_or_default();
-        let Some(item) = items.into_iter().next() else { return Ok((None, Vec::new())) };
-        let calls = if incoming {
-            let params = CallHierarchyIncomingCallsParams {
-                item: item.clone(),
+    let (found, answer, encoding): (Calls, _, _) =
+        target.ask(engine, Needs::Index, move |client, position| async move {
+            let prepare = CallHierarchyPrepareParams {
+                text_document_position_params: position,
                 work_done_progress_params: Default::default(),
-                partial_result_params: Default::default(),
             };
-            client
-                .request::<CallHierarchyIncomingCalls>(params, timeout)
-                .await?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|call| (call.from, call.from_ranges))
-                .collect()
-        } else {
-            let params = CallHierarchyOutgoingCallsParams {
-                item: item.clone(),
-                work_done_progress_params: Default::default(),
-                partial_result_params: Default::default(),
+            let items = client.request::<CallHierarchyPrepare>(prepare, timeout).await?.unwrap_or_default();
+            let Some(item) = items.into_iter().next() else { return Ok((None, Vec::new())) };
+            let calls = if incoming {
+                let params = CallHierarchyIncomingCallsParams {
+                    item: item.clone(),
+                    work_done_progress_params: Default::default(),
+                    partial_result_params: Default::default(),
+                };
+                client
+                    .request::<CallHierarchyIncomingCalls>(params, timeout)
+                    .await?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|call| (call.from, call.from_ranges))
+                    .collect()
+            } else {
+                let params = CallHierarchyOutgoingCallsParams {
+                    item: item.clone(),
+                    work_done_progress_params: Default::default(),
+                    partial_result_params: Default::default(),
+                };
+                client
+                    .request::<CallHierarchyOutgoingCalls>(params, timeout)
+                    .await?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|call| (call.to, call.from_ranges))
+                    .collect()
             };
-            client
-                .request::<CallHierarchyOutgoingCalls>(params, timeout)
-                .await?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|call| (call.to, call.from_ranges))
-                .collect()
-        };
-        Ok((Some(item), calls))
-    })?;
+            Ok((Some(item), calls))
+        })?;
     let (Some(item), calls) = found else {
         return Err(ToolError::new(
             ErrorCode::LspServerError,

@@ -94,7 +94,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);
     let new_name = params.new_name.clone();
-    let (edit, answer, encoding) = target.ask(engine, true, move |client, position| {
+    let (edit, answer, encoding) = target.ask(engine, crate::backends::Needs::Index, move |client, position| {
         let params = RenameParams {
             text_document_position: position,
             new_name: new_name.clone(),

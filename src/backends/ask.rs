@@ -1,0 +1,177 @@
+//! [`Backends::ask`]: the one way a tool asks a language server about a document (issue 15,
+//! DESIGN.md "The Engine API").
+//!
+//! In order: the server for the document's language and project root is acquired (started or
+//! restarted if needed); the document is synced with the text the tool read (the open buffer,
+//! else the disk) under its canonical URI, with every other open document that server serves;
+//! a request that needs the server's index waits until the server reports none of the work it
+//! would wait for ([`LspClient::wait_ready`]: background progress, rust-analyzer's
+//! `serverStatus`, clangd's `fileStatus` — never a request's own progress pair, and no fixed
+//! quiet wait once the server has settled after its start); the request is sent; it is sent once
+//! more when the answer was `ContentModified`, or when background work began during it and
+//! outlived it (the answer may be partial); a crash or a timeout (the timed-out request is
+//! cancelled by the client) discards the server and asks a fresh one, once.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lsp_types::Url;
+use ropey::Rope;
+
+use super::{Acquired, BackendError, Backends, LspClient};
+use crate::documents::Language;
+use crate::workspace::DocumentId;
+
+/// What a request needs of the server before it is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// The document synced (hover, definition of a symbol in the file, document symbols).
+    Document,
+    /// The project indexed (references, definitions in other files, call hierarchy, workspace
+    /// symbols, diagnostics).
+    Index,
+}
+
+/// A question about one document.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    pub id: &'a DocumentId,
+    pub language: Language,
+    /// The document's current text (what the tool read: the open buffer, else the disk).
+    pub text: &'a Rope,
+    pub needs: Needs,
+}
+
+/// How complete an answer is known to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completeness {
+    /// The server reported no work in progress that the request needed.
+    Complete,
+    /// The server reported work in progress when it answered.
+    Indexing,
+    /// The server was still busy when `[lsp] ready_timeout_ms` ran out; it was asked anyway.
+    TimedOut,
+}
+
+impl Completeness {
+    /// `complete`, `indexing` or `timed_out`: the `completeness` of tool results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Completeness::Complete => "complete",
+            Completeness::Indexing => "indexing",
+            Completeness::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// A server's answer and how it was had.
+#[derive(Debug)]
+pub struct Answered<T> {
+    pub value: T,
+    /// The server that answered (its encoding converts the answer's positions).
+    pub client: Arc<LspClient>,
+    /// A dead server was replaced on the way.
+    pub restarted: bool,
+    pub completeness: Completeness,
+}
+
+impl Backends {
+    /// Asks the server for `question.id`'s language and project the request `make` builds
+    /// (given the client, so positions can be converted to its encoding), as the module
+    /// documentation describes. Blocks: call it from a tool's thread.
+    ///
+    /// Errors: [`BackendError::NoServer`], [`BackendError::NotInstalled`],
+    /// [`BackendError::StartFailed`]; [`BackendError::Crashed`] or [`BackendError::Timeout`]
+    /// when a fresh server failed too; [`BackendError::Server`] (the server's own error),
+    /// [`BackendError::ContentModified`] when it said so twice.
+    pub fn ask<T, F, Fut>(&self, question: Question<'_>, make: F) -> Result<Answered<T>, BackendError>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<LspClient>) -> Fut,
+        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+    {
+        let ready_limit = Duration::from_millis(self.config.ready_timeout_ms);
+        let mut restarted = false;
+        let mut last_error = None;
+        for attempt in 0..2 {
+            let Acquired { client, restarted: was_restarted } = self.acquire(question.id.path(), question.language)?;
+            restarted |= was_restarted || attempt > 0;
+            let uri = question.id.uri();
+            let documents = self.documents_to_sync(&client, &question);
+            let (first, second) = (make(client.clone()), make(client.clone()));
+            let needs_index = question.needs == Needs::Index;
+            let worker = client.clone();
+            let outcome = self.run(async move {
+                let deadline = tokio::time::Instant::now() + ready_limit;
+                for (uri, language_id, text) in documents {
+                    worker.sync(&uri, &language_id, &text).await?;
+                }
+                let mut ready = !needs_index || worker.wait_ready(Some(&uri), ready_limit).await;
+                let mark = worker.progress_mark();
+                let mut result = first.await;
+                let modified = matches!(result, Err(BackendError::ContentModified { .. }));
+                let outlived = needs_index && result.is_ok() && worker.work_began_since(mark);
+                if modified || outlived {
+                    if outlived {
+                        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                        ready = worker.wait_ready(Some(&uri), left).await;
+                    }
+                    if modified || ready {
+                        result = second.await;
+                    }
+                }
+                let value = result?;
+                let completeness = if !ready {
+                    Completeness::TimedOut
+                } else if needs_index && worker.busy_for(Some(&uri)) {
+                    Completeness::Indexing
+                } else {
+                    Completeness::Complete
+                };
+                Ok::<_, BackendError>((value, completeness))
+            });
+            match outcome {
+                Ok((value, completeness)) => return Ok(Answered { value, client, restarted, completeness }),
+                Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {
+                    if attempt == 0 {
+                        tracing::warn!("{err}; restarting the server and asking once more");
+                    }
+                    self.discard(&client);
+                    last_error = Some(err);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(last_error.unwrap_or(BackendError::Crashed { server: String::new(), message: String::new() }))
+    }
+
+    /// Waits (at most `[lsp] ready_timeout_ms`) until `client` is ready for a request that needs
+    /// its index and not about one document (`workspace/symbol`); see
+    /// [`LspClient::wait_ready`]. Returns whether it became ready.
+    pub fn wait_ready(&self, client: &Arc<LspClient>) -> bool {
+        let limit = Duration::from_millis(self.config.ready_timeout_ms);
+        let worker = client.clone();
+        self.run(async move { worker.wait_ready(None, limit).await })
+    }
+
+    /// The documents to sync before asking `client` about `question`: the document itself (its
+    /// text as the tool read it) and every other open document that server serves (a server
+    /// answers about a project from what it holds; an unsaved buffer elsewhere changes the
+    /// answer), under their canonical URIs.
+    fn documents_to_sync(&self, client: &LspClient, question: &Question<'_>) -> Vec<(Url, String, Rope)> {
+        let mut out = vec![(question.id.uri(), question.language.lsp_id().to_owned(), question.text.clone())];
+        let key = (client.name.clone(), client.root.clone());
+        for id in self.documents.open_ids() {
+            if id == *question.id {
+                continue;
+            }
+            let Some(document) = self.documents.get(&id) else { continue };
+            let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
+            if self.serving(&id, language).contains(&key) {
+                out.push((id.uri(), document.language_id, document.text));
+            }
+        }
+        out
+    }
+}
