@@ -65,6 +65,56 @@ impl Completeness {
     }
 }
 
+/// The part of the ask path on the backends' runtime, for a client already had (the graph's
+/// calls pass asks many files of one server concurrently): syncs `documents`, waits for
+/// readiness when `needs` the index (at most `ready_limit`), awaits `first`, and awaits `second`
+/// (the same request built again) when the answer was `ContentModified` or background work began
+/// during it and outlived it. Returns the value and its completeness.
+///
+/// Errors: the sync's and the request's [`BackendError`]s (a crash or timeout is the caller's to
+/// retry on a fresh server).
+pub async fn ask_on<T, Fut>(
+    client: &LspClient,
+    documents: Vec<(Url, String, Rope)>,
+    target: &Url,
+    needs: Needs,
+    ready_limit: Duration,
+    first: Fut,
+    second: Fut,
+) -> Result<(T, Completeness), BackendError>
+where
+    Fut: Future<Output = Result<T, BackendError>>,
+{
+    let needs_index = needs == Needs::Index;
+    let deadline = tokio::time::Instant::now() + ready_limit;
+    for (uri, language_id, text) in documents {
+        client.sync(&uri, &language_id, &text).await?;
+    }
+    let mut ready = !needs_index || client.wait_ready(Some(target), ready_limit).await;
+    let mark = client.progress_mark();
+    let mut result = first.await;
+    let modified = matches!(result, Err(BackendError::ContentModified { .. }));
+    let outlived = needs_index && result.is_ok() && client.work_began_since(mark);
+    if modified || outlived {
+        if outlived {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            ready = client.wait_ready(Some(target), left).await;
+        }
+        if modified || ready {
+            result = second.await;
+        }
+    }
+    let value = result?;
+    let completeness = if !ready {
+        Completeness::TimedOut
+    } else if needs_index && client.busy_for(Some(target)) {
+        Completeness::Indexing
+    } else {
+        Completeness::Complete
+    };
+    Ok((value, completeness))
+}
+
 /// A server's answer and how it was had.
 #[derive(Debug)]
 pub struct Answered<T> {
@@ -100,37 +150,9 @@ impl Backends {
             let uri = question.id.uri();
             let documents = self.documents_to_sync(&client, &question);
             let (first, second) = (make(client.clone()), make(client.clone()));
-            let needs_index = question.needs == Needs::Index;
-            let worker = client.clone();
-            let outcome = self.run(async move {
-                let deadline = tokio::time::Instant::now() + ready_limit;
-                for (uri, language_id, text) in documents {
-                    worker.sync(&uri, &language_id, &text).await?;
-                }
-                let mut ready = !needs_index || worker.wait_ready(Some(&uri), ready_limit).await;
-                let mark = worker.progress_mark();
-                let mut result = first.await;
-                let modified = matches!(result, Err(BackendError::ContentModified { .. }));
-                let outlived = needs_index && result.is_ok() && worker.work_began_since(mark);
-                if modified || outlived {
-                    if outlived {
-                        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                        ready = worker.wait_ready(Some(&uri), left).await;
-                    }
-                    if modified || ready {
-                        result = second.await;
-                    }
-                }
-                let value = result?;
-                let completeness = if !ready {
-                    Completeness::TimedOut
-                } else if needs_index && worker.busy_for(Some(&uri)) {
-                    Completeness::Indexing
-                } else {
-                    Completeness::Complete
-                };
-                Ok::<_, BackendError>((value, completeness))
-            });
+            let (needs, worker) = (question.needs, client.clone());
+            let outcome =
+                self.run(async move { ask_on(&worker, documents, &uri, needs, ready_limit, first, second).await });
             match outcome {
                 Ok((value, completeness)) => return Ok(Answered { value, client, restarted, completeness }),
                 Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {

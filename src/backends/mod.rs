@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::documents::{DocumentChange, DocumentStore, Encoding, Language};
 use crate::workspace::{Config, DocumentId, LspConfig};
-pub use ask::{Answered, Completeness, Needs, Question};
+pub use ask::{Answered, Completeness, Needs, Question, ask_on};
 pub use client::{ClientRef, LspClient, StartOptions};
 
 /// One language server: how to start it and what it serves.

@@ -38,7 +38,7 @@ use serde_json::json;
 
 use super::apply::link;
 use super::{GraphError, RelationshipType, source};
-use crate::backends::{BackendError, Backends, LspClient};
+use crate::backends::{BackendError, Backends, LspClient, Needs, ask_on};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{DocumentStore, Language};
 use crate::workspace::Workspace;
@@ -251,13 +251,6 @@ async fn ask_one_server(
     files: Vec<FileToAsk>,
     limits: LspCallsLimits,
 ) -> Vec<(usize, Result<FileCalls, (bool, String)>)> {
-    // A server often starts loading its workspace when it sees the first document: let it
-    // (readiness as for every request that needs the index, see `LspClient::wait_ready`).
-    if let Some((_, uri, language_id, text)) = files.first()
-        && client.sync(uri, language_id, text).await.is_ok()
-    {
-        client.wait_ready(Some(uri), limits.ready_timeout).await;
-    }
     // Futures built up front from owned values (a stream `map` closure over borrowed ones is not
     // provably `Send` for every lifetime, which the backends' runtime needs).
     let tasks: Vec<_> = files
@@ -267,10 +260,24 @@ async fn ask_one_server(
             let limits = limits.clone();
             async move {
                 let started = Instant::now();
-                let asked =
-                    tokio::time::timeout(limits.file_timeout, file_calls(&client, &uri, language_id, &text, &limits));
+                // The one ask path: synced, ready, asked again on ContentModified or when the
+                // server began indexing meanwhile.
+                let documents = vec![(uri.clone(), language_id.to_owned(), text.clone())];
+                let conversation = || file_calls(&client, &uri, language_id, &text, &limits);
+                let asked = tokio::time::timeout(
+                    limits.file_timeout,
+                    ask_on(
+                        &client,
+                        documents,
+                        &uri,
+                        Needs::Index,
+                        limits.ready_timeout,
+                        conversation(),
+                        conversation(),
+                    ),
+                );
                 let outcome = match asked.await {
-                    Ok(Ok(calls)) => Ok(calls),
+                    Ok(Ok((calls, _))) => Ok(calls),
                     Ok(Err(err)) => Err((matches!(err, BackendError::Crashed { .. }), err.to_string())),
                     Err(_) => Err((
                         false,
