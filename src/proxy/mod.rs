@@ -234,8 +234,9 @@ pub(crate) struct Shared {
     /// When servers for a language were last started for a document (so a language without an
     /// installed server is not retried on every keystroke).
     starting: Mutex<HashMap<Language, Instant>>,
-    /// The socket agents attach on (removed with it).
-    listener: Mutex<Option<crate::attach::Listener>>,
+    /// The socket agents attach on, owned or waited for (removed with it), and this session's
+    /// presence file.
+    listener: Mutex<Option<crate::attach::Host>>,
     me: std::sync::Weak<Shared>,
 }
 
@@ -303,7 +304,7 @@ impl Shared {
     /// Sends the [`STATUS`] notification (after `initialize` only).
     fn send_status(&self) {
         if let Some(session) = self.ready_session() {
-            self.notify_editor(STATUS, status(session));
+            self.notify_editor(STATUS, status(self, session));
         }
     }
 
@@ -430,7 +431,7 @@ impl tower::Service<AnyRequest> for Proxy {
                     });
                 }
                 if method == STATUS {
-                    return ready(Ok(status(session)));
+                    return ready(Ok(status(&self.shared, session)));
                 }
                 route::request(&self.shared, session, request)
             }
@@ -581,10 +582,12 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
 /// begins or ends work in progress — for an editor's status bar.
 pub const STATUS: &str = "filepuff/status";
 
-/// The answer to [`STATUS`]: `{"servers": [{name, version, root, pid, positionEncoding,
-/// state: "ready" | "busy" | "exited", documents}]}`, where `documents` counts the documents
-/// the server has open and `busy` means it reports work in progress (loading, indexing).
-fn status(session: &Session) -> Value {
+/// The answer to [`STATUS`]: `{"positionEncoding", "servers": [{name, version, root, pid,
+/// positionEncoding, state: "ready" | "busy" | "exited", documents}], "agents": {"socket",
+/// "serving"}}`, where `documents` counts the documents the server has open, `busy` means it
+/// reports work in progress (loading, indexing), and `serving` says whether this session owns
+/// the agents' socket now (false while another `filepuff lsp` of the root holds it).
+fn status(shared: &Shared, session: &Session) -> Value {
     let servers: Vec<Value> = session
         .engine
         .backends()
@@ -609,7 +612,13 @@ fn status(session: &Session) -> Value {
             })
         })
         .collect();
-    json!({ "positionEncoding": session.encoding.lsp_name(), "servers": servers })
+    let serving = shared.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.is_serving());
+    let socket = crate::attach::socket_path(session.engine.workspace().root());
+    json!({
+        "positionEncoding": session.encoding.lsp_name(),
+        "servers": servers,
+        "agents": { "socket": socket, "serving": serving },
+    })
 }
 
 /// The editor's `initialize` (LSP 3.17 "Initialize Request").
@@ -657,13 +666,8 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     }
     // Agents' edits to open documents go through this editor; agents attach on the socket.
     engine.attach_editor(Arc::new(upstream::EditorLink(Arc::downgrade(&shared))));
-    match crate::attach::listen(engine.clone()) {
-        Ok(listener) => {
-            tracing::info!("agents attach on {}", listener.path().display());
-            *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
-        }
-        Err(err) => tracing::warn!("agents cannot attach to this session: {err}"),
-    }
+    let host = crate::attach::host(engine.clone()).await;
+    *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
 
     // Start the servers of the languages the workspace holds, concurrently.
     let detect_root = engine.workspace().root().to_path_buf();
