@@ -6,7 +6,10 @@
 //!   workspace folder, else `rootUri`, else `--root`, else the current directory), negotiates
 //!   `positionEncoding` (utf-8 when the editor offers it, else utf-16), starts the servers for
 //!   the languages found in the workspace and answers with the union of their capabilities
-//!   ([`capabilities`]). `shutdown` stops every server; `exit` ends the session.
+//!   ([`capabilities`]); what servers that start later add is registered with the editor
+//!   ([`late`]). `shutdown` stops every server; `exit` ends the session. Agents attach on the
+//!   workspace's socket, taken over from a previous `filepuff lsp` of the root when it exits
+//!   ([`crate::attach::host`]).
 //! - **Text sync**: `didOpen`/`didChange`/`didSave`/`didClose` update the documents store in
 //!   arrival order (async-lsp runs notification handlers one at a time, in order) and are
 //!   mirrored at once to every server of the document's language, each in its own encoding
@@ -22,6 +25,7 @@
 
 mod capabilities;
 mod frame;
+mod late;
 mod route;
 mod translate;
 mod upstream;
@@ -250,7 +254,10 @@ pub(crate) struct Session {
     /// True once the `initialize` answer is on its way: server traffic is forwarded from then
     /// (server requests made before wait for it).
     ready: tokio::sync::watch::Sender<bool>,
-    /// The semantic-token legend the editor was given.
+    /// The capabilities the editor was given in the `initialize` answer.
+    advertised: OnceLock<Value>,
+    /// The semantic-token legend the editor was given (in the `initialize` answer, or in the
+    /// first late registration of semantic tokens: [`late`]).
     legend: OnceLock<Value>,
     /// Per server name, how its legend maps onto [`Session::legend`].
     legend_maps: Mutex<HashMap<String, LegendMap>>,
@@ -447,6 +454,11 @@ impl LspService for Proxy {
         let Some(session) = self.shared.ready_session() else {
             return ControlFlow::Continue(());
         };
+        if notification.method == "initialized" {
+            // Servers that started after the `initialize` answer can be registered now.
+            self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).editor_initialized = true;
+            late::reconcile(&self.shared, session);
+        }
         let method = notification.method.clone();
         if let Err(message) = text_sync(&self.shared, session, notification) {
             tracing::warn!("{method}: {message}");
@@ -658,6 +670,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         encoding,
         editor_capabilities,
         ready: tokio::sync::watch::Sender::new(false),
+        advertised: OnceLock::new(),
         legend: OnceLock::new(),
         legend_maps: Mutex::new(HashMap::new()),
     };
@@ -680,7 +693,8 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
             }
         })
     });
-    let limit = Duration::from_millis(engine.backends().config().request_timeout_ms.max(1000));
+    let config = engine.backends().config();
+    let limit = Duration::from_millis(config.initialize_wait_ms.unwrap_or(config.request_timeout_ms.max(1000)));
     let _ = tokio::time::timeout(limit, futures::future::join_all(starts)).await;
 
     let session = shared.session.get().ok_or_else(|| internal("no session"))?;
@@ -702,12 +716,14 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
             session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
         }
     }
-    let _ = session.legend.set(legend.clone());
     let refs: Vec<&Value> = capabilities.iter().collect();
     let mut union = capabilities::union(&refs, encoding, delta);
     if let Some(tokens) = union.get_mut("semanticTokensProvider").and_then(Value::as_object_mut) {
+        // Without tokens now, the legend is the first late server's ([`late`]).
+        let _ = session.legend.set(legend.clone());
         tokens.insert("legend".into(), legend);
     }
+    let _ = session.advertised.set(union.clone());
     let servers: Vec<String> = clients
         .iter()
         .map(|c| format!("{} ({})", c.server_info.clone().unwrap_or_else(|| c.name.clone()), c.encoding.lsp_name()))
