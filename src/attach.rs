@@ -26,6 +26,7 @@
 //!   directly gets the configured toolsets.
 
 mod bridge;
+mod presence;
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -37,6 +38,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 pub use bridge::bridge;
+pub use presence::{DiskNotice, Presence, running_editors};
 
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;
@@ -437,121 +439,6 @@ pub async fn connect(root: &Path) -> Option<(tokio::net::UnixStream, Option<u32>
     Some((stream, credentials.pid().and_then(|p| u32::try_from(p).ok())))
 }
 
-// ---- presence --------------------------------------------------------------------------------
-
-/// The presence file of a running `filepuff lsp`: `HASH.PID.editor` in [`runtime_dir`], mode
-/// 0600, holding `{"pid": PID, "start": START, "root": ROOT}` (START: the process start time
-/// in clock ticks since boot, to tell pid reuse). Removed when dropped; files of processes
-/// that are gone are ignored, and removed by the next `filepuff lsp` of the root.
-#[derive(Debug)]
-pub struct Presence {
-    path: PathBuf,
-}
-
-impl Presence {
-    /// Writes this process's presence file for `root`.
-    ///
-    /// Errors: the directory is not private to this user, or the file cannot be written.
-    pub fn announce(root: &Path) -> io::Result<Presence> {
-        let dir = runtime_dir();
-        private_dir(&dir)?;
-        let hash = workspace_hash(root);
-        for (pid, path) in presence_files(&dir, &hash) {
-            if !presence_is_live(pid, &path) {
-                let _ = std::fs::remove_file(&path);
-            }
-        }
-        let me = Process::of(std::process::id());
-        let path = dir.join(format!("{hash}.{}.editor", me.pid));
-        let body = serde_json::json!({ "pid": me.pid, "start": me.start, "root": root }).to_string();
-        let temporary = dir.join(format!(".{hash}.{}.editor.tmp", me.pid));
-        {
-            use std::io::Write;
-            let mut file =
-                std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&temporary)?;
-            file.write_all(body.as_bytes())?;
-        }
-        std::fs::rename(&temporary, &path)?;
-        Ok(Presence { path })
-    }
-}
-
-impl Drop for Presence {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// The presence files for `hash` in `dir`: (pid from the name, path).
-fn presence_files(dir: &Path, hash: &str) -> Vec<(u32, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let pid = name.to_str()?.strip_prefix(hash)?.strip_prefix('.')?.strip_suffix(".editor")?.parse().ok()?;
-            Some((pid, entry.path()))
-        })
-        .collect()
-}
-
-/// Whether the process a presence file names still runs (the same process: its start time,
-/// when recorded, matches).
-fn presence_is_live(pid: u32, path: &Path) -> bool {
-    let recorded = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|v| v.get("start").and_then(Value::as_u64));
-    Process { pid, start: recorded }.is_alive()
-}
-
-/// The pids of the live `filepuff lsp` processes (other than this one) announced for `root`.
-pub fn running_editors(root: &Path) -> Vec<u32> {
-    let dir = runtime_dir();
-    if !is_private_dir(&dir) {
-        return Vec::new();
-    }
-    let me = std::process::id();
-    let mut pids: Vec<u32> = presence_files(&dir, &workspace_hash(root))
-        .into_iter()
-        .filter(|(pid, path)| *pid != me && presence_is_live(*pid, path))
-        .map(|(pid, _)| pid)
-        .collect();
-    pids.sort_unstable();
-    pids
-}
-
-/// Tells a standalone MCP server whether an editor runs for its root without serving it, so
-/// every result can say it comes from the disk ([`DiskNotice::note`]).
-#[derive(Debug, Clone)]
-pub struct DiskNotice {
-    root: PathBuf,
-    /// Why this MCP server serves from disk, for the note (e.g. "filepuff mcp runs with
-    /// --standalone").
-    reason: String,
-}
-
-impl DiskNotice {
-    /// A notice for the MCP server of `root`, which is not attached because of `reason`.
-    pub fn new(root: &Path, reason: impl Into<String>) -> DiskNotice {
-        DiskNotice { root: root.to_path_buf(), reason: reason.into() }
-    }
-
-    /// The note for a tool result, when a `filepuff lsp` runs for the root (checked now: a
-    /// directory listing and a `/proc` read per live editor); `None` when none runs.
-    pub fn note(&self) -> Option<String> {
-        let pids = running_editors(&self.root);
-        let listed: Vec<String> = pids.iter().map(u32::to_string).collect();
-        let (first, more) = listed.split_first()?;
-        let who = if more.is_empty() { format!("pid {first}") } else { format!("pids {}", listed.join(", ")) };
-        Some(format!(
-            "served from the files on disk: an editor's filepuff lsp ({who}) runs for this workspace, but this \
-             agent is not attached to it ({}), so the editor's unsaved buffers are not visible here",
-            self.reason
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,45 +452,52 @@ mod tests {
         assert!(!Process::of(u32::MAX - 1).is_alive());
     }
 
-    #[test]
-    fn presence_files_are_found_by_hash_and_dropped_with_the_session() {
-        let root = tempfile::tempdir().unwrap();
-        let hash = workspace_hash(root.path());
-        let presence = Presence::announce(root.path()).unwrap();
-        let dir = runtime_dir();
-        assert_eq!(presence_files(&dir, &hash), vec![(std::process::id(), presence.path.clone())]);
-        let mode = std::fs::metadata(&presence.path).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        // This process's own file does not count as an editor for it.
-        assert!(running_editors(root.path()).is_empty());
-        // A file left by a dead process is ignored, then removed by the next announcement.
-        let stale = dir.join(format!("{hash}.{}.editor", u32::MAX - 1));
-        std::fs::write(&stale, r#"{"pid":4294967294,"start":1}"#).unwrap();
-        assert!(running_editors(root.path()).is_empty());
-        drop(presence);
-        assert!(presence_files(&dir, &hash).iter().all(|(pid, _)| *pid != std::process::id()));
-        let again = Presence::announce(root.path()).unwrap();
-        assert!(!stale.exists());
-        drop(again);
+    fn engine(root: &Path) -> Arc<Engine> {
+        Arc::new(Engine::new(crate::workspace::Workspace::open(root).unwrap()))
     }
 
-    #[test]
-    fn the_notice_names_live_editors_only() {
+    #[tokio::test]
+    async fn a_waiting_session_takes_the_socket_over_when_the_owner_goes() {
         let root = tempfile::tempdir().unwrap();
-        let notice = DiskNotice::new(root.path(), "filepuff mcp runs with --standalone");
-        assert_eq!(notice.note(), None);
-        // A live process of ours (the parent, e.g. cargo) announced for the root.
-        let parent = std::os::unix::process::parent_id();
-        let hash = workspace_hash(root.path());
-        let dir = runtime_dir();
-        private_dir(&dir).unwrap();
-        let path = dir.join(format!("{hash}.{parent}.editor"));
-        let start = process_start(parent).unwrap();
-        std::fs::write(&path, format!(r#"{{"pid":{parent},"start":{start}}}"#)).unwrap();
-        let note = notice.note();
+        let first = host(engine(root.path())).await;
+        assert!(first.is_serving());
+        let second = host(engine(root.path())).await;
+        assert!(!second.is_serving(), "the live owner keeps the socket");
+        tokio::time::sleep(TAKEOVER_POLL * 2).await;
+        assert!(first.is_serving() && !second.is_serving());
+        let gone = Instant::now();
+        drop(first);
+        while !second.is_serving() {
+            assert!(gone.elapsed() < Duration::from_secs(5), "no takeover");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(gone.elapsed() <= TAKEOVER_POLL + Duration::from_millis(100), "{:?}", gone.elapsed());
+        let path = socket_path(root.path());
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        let (_stream, owner) = connect(root.path()).await.expect("the new owner accepts");
+        assert_eq!(owner, Some(std::process::id()));
+        drop(second);
+        assert!(!path.exists(), "the last owner removes the socket");
+    }
+
+    #[tokio::test]
+    async fn stale_sockets_are_replaced_and_owners_unlink_only_their_own() {
+        let root = tempfile::tempdir().unwrap();
+        let path = socket_path(root.path());
+        private_dir(path.parent().unwrap()).unwrap();
+        // Left by a killed filepuff lsp: the file, nobody accepting.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let old = listen(engine(root.path())).await.expect("the stale file is replaced");
+        assert!(old.is_current());
+        // Its file removed behind its back and bound by another session:
         std::fs::remove_file(&path).unwrap();
-        let note = note.expect("a live editor is named");
-        assert!(note.contains(&format!("pid {parent}")) && note.contains("--standalone"), "{note}");
-        assert!(note.contains("unsaved buffers are not visible"), "{note}");
+        let new = listen(engine(root.path())).await.unwrap();
+        assert!(!old.is_current() && new.is_current());
+        drop(old);
+        assert!(path.exists() && new.is_current(), "an owner that is not current leaves the file alone");
+        match listen(engine(root.path())).await {
+            Err(ListenError::Owned { owner, .. }) => assert_eq!(owner, Some(std::process::id())),
+            other => panic!("a live owner keeps the socket: {:?}", other.map(|l| l.path().to_path_buf())),
+        }
     }
 }
