@@ -14,7 +14,7 @@
 //!   one has exited) keeps checking, every [`TAKEOVER_POLL`], whether the owner is still alive
 //!   (its pid, learnt once from the socket's peer credentials) and binds as soon as it is not —
 //!   for its whole session. A socket file nobody accepts on (a `filepuff lsp` killed with -9) is
-//!   removed and bound anew. Binding is serialised by a lock file (`HASH.lock`), and an owner
+//!   removed and bound anew. Binding is serialised by a lock on the directory, and an owner
 //!   removes the socket file at exit only while it is still its own (same inode), so two
 //!   waiters, or an exiting owner and its successor, never unlink each other's socket.
 //! - **Presence** ([`Presence`]): every running `filepuff lsp` also keeps `HASH.PID.editor`
@@ -29,7 +29,7 @@ mod bridge;
 mod presence;
 
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -166,19 +166,15 @@ impl Drop for Listener {
 }
 
 /// The lock serialising "is the socket stale? remove it, bind" among the `filepuff lsp`s of
-/// one root (held while the returned file is open). Never waits: when another session holds
-/// it, the error is `WouldBlock` and [`host`] tries again at its next check.
-fn bind_lock(path: &Path) -> io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path.with_extension("lock"))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
+/// this user: an advisory lock (flock) on the sockets' directory itself, so no lock file is
+/// left behind; held while the returned handle is open. Never waits: when another session
+/// holds it, the error is `WouldBlock` and [`host`] tries again at its next check.
+fn bind_lock(dir: &Path) -> io::Result<std::fs::File> {
+    let handle = std::fs::File::open(dir)?;
+    match handle.try_lock() {
+        Ok(()) => Ok(handle),
         Err(std::fs::TryLockError::WouldBlock) => {
-            Err(io::Error::new(io::ErrorKind::WouldBlock, "another filepuff lsp is binding the socket right now"))
+            Err(io::Error::new(io::ErrorKind::WouldBlock, "another filepuff lsp is binding a socket right now"))
         }
         Err(std::fs::TryLockError::Error(err)) => Err(err),
     }
@@ -220,8 +216,9 @@ impl From<io::Error> for ListenError {
 /// [`ListenError::Io`] when the directory is not private to this user or binding failed.
 pub async fn listen(engine: Arc<Engine>) -> Result<Listener, ListenError> {
     let path = socket_path(engine.workspace().root());
-    private_dir(path.parent().unwrap_or(Path::new("/")))?;
-    let _lock = bind_lock(&path)?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    private_dir(dir)?;
+    let _lock = bind_lock(dir)?;
     if std::fs::symlink_metadata(&path).is_ok() {
         match tokio::time::timeout(Duration::from_secs(1), tokio::net::UnixStream::connect(&path)).await {
             Ok(Ok(stream)) => {
