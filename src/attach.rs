@@ -1,33 +1,50 @@
 //! Agents attaching to an editor's Engine (DESIGN.md "The faces"): `filepuff lsp` serves MCP
 //! on a per-workspace Unix socket; `filepuff mcp` finds that socket for its root and bridges its
-//! stdio to it, so the agent sees the editor's unsaved buffers and shares its warm language
-//! servers. Without a socket, `filepuff mcp` runs an Engine of its own.
+//! stdio to it ([`bridge`]), so the agent sees the editor's unsaved buffers and shares its warm
+//! language servers. Without a socket, `filepuff mcp` runs an Engine of its own.
 //!
 //! - **Where**: `/run/user/UID/filepuff/` when the user's runtime directory exists, else
 //!   `/tmp/filepuff-UID/` — never from environment variables (`XDG_RUNTIME_DIR`, `TMPDIR`),
 //!   which MCP clients strip from the servers they start, so the editor's process and the
 //!   agent's would look in different places. The directory is created mode 0700 and refused if
-//!   another user owns it. The socket is `<first 16 hex digits of sha256(canonical
-//!   root)>.sock`, mode 0600.
-//! - **Stale sockets** (a `filepuff lsp` killed with -9): at start, a socket file nobody accepts
-//!   on is removed and bound anew; one that accepts belongs to a live `filepuff lsp` for the same
-//!   root, which keeps serving (the second editor's agents attach to the first one).
+//!   another user owns it (by both ends). The socket is `<first 16 hex digits of
+//!   sha256(canonical root)>.sock`, mode 0600; both ends check the peer's uid.
+//! - **One owner, taken over** ([`host`]): the first `filepuff lsp` of a root binds the socket.
+//!   Another one for the same root (an editor's restart starting the new server before the old
+//!   one has exited) keeps checking, every [`TAKEOVER_POLL`], whether the owner is still alive
+//!   (its pid, learnt once from the socket's peer credentials) and binds as soon as it is not —
+//!   for its whole session. A socket file nobody accepts on (a `filepuff lsp` killed with -9) is
+//!   removed and bound anew. Binding is serialised by a lock on the directory, and an owner
+//!   removes the socket file at exit only while it is still its own (same inode), so two
+//!   waiters, or an exiting owner and its successor, never unlink each other's socket.
+//! - **Presence** ([`Presence`]): every running `filepuff lsp` also keeps `HASH.PID.editor`
+//!   (its pid and process start time) next to the socket, so a standalone `filepuff mcp` can
+//!   tell that an editor runs for its root without serving it, and say so in every result
+//!   ([`DiskNotice`]).
 //! - **Protocol**: the bridge first sends one line, `{"filepuff":{"toolsets":"core,lsp"}}`, then
 //!   MCP's stdio framing (newline-delimited JSON-RPC) both ways. A client that starts with MCP
 //!   directly gets the configured toolsets.
-//! - **The editor exits**: requests in flight get a JSON-RPC error saying so; the bridge then
-//!   starts an Engine of its own, replays the agent's `initialize` to it, and goes on standalone.
+
+mod bridge;
+mod presence;
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+pub use bridge::bridge;
+pub use presence::{DiskNotice, Presence, running_editors};
 
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;
+
+/// How often a `filepuff lsp` that does not own its root's socket checks whether it can.
+pub const TAKEOVER_POLL: Duration = Duration::from_millis(200);
 
 /// The directory sockets live in (see the module documentation).
 pub fn runtime_dir() -> PathBuf {
@@ -43,14 +60,19 @@ fn current_uid() -> u32 {
     std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
 }
 
-/// The socket of the workspace at `root` (canonicalised first, so every spelling of a root
-/// finds the same socket).
-pub fn socket_path(root: &Path) -> PathBuf {
+/// The first 16 hex digits of sha256 of the canonical `root`: the stem of its socket, lock and
+/// presence files.
+fn workspace_hash(root: &Path) -> String {
     use sha2::Digest;
     let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    runtime_dir().join(format!("{name}.sock"))
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The socket of the workspace at `root` (canonicalised first, so every spelling of a root
+/// finds the same socket).
+pub fn socket_path(root: &Path) -> PathBuf {
+    runtime_dir().join(format!("{}.sock", workspace_hash(root)))
 }
 
 /// Creates `dir` private (0700), or checks an existing one is ours and private.
@@ -69,9 +91,55 @@ fn private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The socket `filepuff lsp` serves; the file is removed when this is dropped.
+/// Whether `dir` exists, is ours and is private (without creating or changing it): what a
+/// connecting agent requires before trusting a socket there.
+fn is_private_dir(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == current_uid() && m.mode() & 0o077 == 0)
+}
+
+/// The start time of process `pid` (clock ticks since boot, `/proc/PID/stat` field 22), which
+/// tells a live process from a later one that reused its pid. `None` when it is not running.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is field 3 (state); a zombie has exited.
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+/// A process known by pid and start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    pid: u32,
+    start: Option<u64>,
+}
+
+impl Process {
+    fn of(pid: u32) -> Process {
+        Process { pid, start: process_start(pid) }
+    }
+
+    fn is_alive(&self) -> bool {
+        match (self.start, process_start(self.pid)) {
+            (Some(known), Some(now)) => known == now,
+            (None, now) => now.is_some(),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+// ---- the socket ----------------------------------------------------------------------------
+
+/// The socket `filepuff lsp` serves; the file is removed when this is dropped, if it is still
+/// this listener's (an exiting owner never unlinks its successor's socket).
 pub struct Listener {
     path: PathBuf,
+    /// (device, inode) of the socket file this listener bound.
+    file: (u64, u64),
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -80,38 +148,102 @@ impl Listener {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether the socket file at [`Listener::path`] is still the one this listener bound.
+    fn is_current(&self) -> bool {
+        std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.file)
+    }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
+        // The file first, so no agent connects to a listener about to stop accepting.
+        if self.is_current() {
+            let _ = std::fs::remove_file(&self.path);
+        }
         self.task.abort();
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
-/// Serves MCP sessions on `engine`'s socket, on the current tokio runtime.
-///
-/// Errors: the directory is not private to this user; another live `filepuff lsp` already
-/// serves this root (`AddrInUse`); the socket cannot be bound.
-pub fn listen(engine: Arc<Engine>) -> io::Result<Listener> {
-    let path = socket_path(engine.workspace().root());
-    private_dir(path.parent().unwrap_or(Path::new("/")))?;
-    if path.exists() {
-        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                format!("another filepuff lsp serves this workspace on {}", path.display()),
-            ));
+/// The lock serialising "is the socket stale? remove it, bind" among the `filepuff lsp`s of
+/// this user: an advisory lock (flock) on the sockets' directory itself, so no lock file is
+/// left behind; held while the returned handle is open. Never waits: when another session
+/// holds it, the error is `WouldBlock` and [`host`] tries again at its next check.
+fn bind_lock(dir: &Path) -> io::Result<std::fs::File> {
+    let handle = std::fs::File::open(dir)?;
+    match handle.try_lock() {
+        Ok(()) => Ok(handle),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(io::Error::new(io::ErrorKind::WouldBlock, "another filepuff lsp is binding a socket right now"))
         }
-        tracing::info!("removing the stale socket {}", path.display());
-        std::fs::remove_file(&path)?;
+        Err(std::fs::TryLockError::Error(err)) => Err(err),
+    }
+}
+
+/// Why [`listen`] did not bind.
+#[derive(Debug)]
+pub enum ListenError {
+    /// A live `filepuff lsp` (this pid, when its peer credentials said) owns the socket.
+    Owned { path: PathBuf, owner: Option<u32> },
+    /// The directory is not private to this user, or the socket could not be bound.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::Owned { path, owner: Some(pid) } => {
+                write!(f, "another filepuff lsp (pid {pid}) serves this workspace on {}", path.display())
+            }
+            ListenError::Owned { path, owner: None } => {
+                write!(f, "another filepuff lsp serves this workspace on {}", path.display())
+            }
+            ListenError::Io(err) => err.fmt(f),
+        }
+    }
+}
+
+impl From<io::Error> for ListenError {
+    fn from(err: io::Error) -> ListenError {
+        ListenError::Io(err)
+    }
+}
+
+/// Binds `engine`'s socket and serves MCP sessions on it, on the current tokio runtime (one
+/// attempt; [`host`] keeps trying).
+///
+/// Errors: [`ListenError::Owned`] when a live `filepuff lsp` accepts on the socket;
+/// [`ListenError::Io`] when the directory is not private to this user or binding failed.
+pub async fn listen(engine: Arc<Engine>) -> Result<Listener, ListenError> {
+    let path = socket_path(engine.workspace().root());
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    private_dir(dir)?;
+    let _lock = bind_lock(dir)?;
+    if std::fs::symlink_metadata(&path).is_ok() {
+        match tokio::time::timeout(Duration::from_secs(1), tokio::net::UnixStream::connect(&path)).await {
+            Ok(Ok(stream)) => {
+                let owner = stream.peer_cred().ok().and_then(|c| c.pid()).and_then(|p| u32::try_from(p).ok());
+                return Err(ListenError::Owned { path, owner });
+            }
+            // Accepting nothing (connection refused) or not at all in a second: gone or hung.
+            _ => {
+                tracing::info!("removing the stale socket {}", path.display());
+                std::fs::remove_file(&path)?;
+            }
+        }
     }
     let listener = tokio::net::UnixListener::bind(&path)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    let metadata = std::fs::symlink_metadata(&path)?;
+    let uid = current_uid();
     let task = tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
+                    if stream.peer_cred().map(|c| c.uid()).ok() != Some(uid) {
+                        tracing::warn!("refused an agent connection from another user");
+                        continue;
+                    }
                     let engine = engine.clone();
                     tokio::spawn(async move {
                         if let Err(err) = serve_connection(engine, stream).await {
@@ -121,12 +253,133 @@ pub fn listen(engine: Arc<Engine>) -> io::Result<Listener> {
                 }
                 Err(err) => {
                     tracing::warn!("socket accept failed: {err}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
         }
     });
-    Ok(Listener { path, task })
+    Ok(Listener { path, file: (metadata.dev(), metadata.ino()), task })
+}
+
+/// The agent socket of one `filepuff lsp` session: owned, or waited for and taken over when
+/// its owner exits (see the module documentation). Dropping it removes the socket (if owned)
+/// and the session's presence file.
+pub struct Host {
+    listener: Arc<Mutex<Option<Listener>>>,
+    task: tokio::task::JoinHandle<()>,
+    _presence: Option<Presence>,
+}
+
+impl Host {
+    /// Whether this session owns the socket now.
+    pub fn is_serving(&self) -> bool {
+        self.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(Listener::is_current)
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.task.abort();
+        drop(self.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// Announces this `filepuff lsp` for `engine`'s root ([`Presence`]), binds its socket or, when
+/// another live `filepuff lsp` owns it, waits to take it over; then keeps the socket for the
+/// session (rebinding it if the file is removed behind its back). Runs on the current tokio
+/// runtime; never fails: problems are logged and retried every [`TAKEOVER_POLL`].
+pub async fn host(engine: Arc<Engine>) -> Host {
+    let presence = match Presence::announce(engine.workspace().root()) {
+        Ok(presence) => Some(presence),
+        Err(err) => {
+            tracing::warn!("cannot announce this editor session to agents: {err}");
+            None
+        }
+    };
+    let listener = Arc::new(Mutex::new(None));
+    let mut state = Keeper { owner: None, last_error: None, waiting_since: None };
+    state.attempt(&engine, &listener).await;
+    let task = tokio::spawn({
+        let listener = listener.clone();
+        async move {
+            loop {
+                tokio::time::sleep(TAKEOVER_POLL).await;
+                state.tick(&engine, &listener).await;
+            }
+        }
+    });
+    Host { listener, task, _presence: presence }
+}
+
+/// What [`host`]'s loop knows between checks.
+struct Keeper {
+    /// The live owner of the socket, when another `filepuff lsp` holds it.
+    owner: Option<Process>,
+    /// The last error logged (each new one is logged once).
+    last_error: Option<String>,
+    /// Since when this session waits for the socket.
+    waiting_since: Option<Instant>,
+}
+
+impl Keeper {
+    async fn tick(&mut self, engine: &Arc<Engine>, slot: &Arc<Mutex<Option<Listener>>>) {
+        {
+            let mut current = slot.lock().unwrap_or_else(|e| e.into_inner());
+            match current.as_ref() {
+                Some(listener) if listener.is_current() => return,
+                Some(listener) => {
+                    tracing::warn!(
+                        "the agent socket {} was removed or replaced; binding it again",
+                        listener.path.display()
+                    );
+                    // Its file is not ours any more: dropping it leaves the file alone.
+                    *current = None;
+                }
+                None => {}
+            }
+        }
+        // Waiting: cheap checks first, so a live owner is not connected to every tick.
+        let path = socket_path(engine.workspace().root());
+        if let Some(owner) = self.owner
+            && owner.is_alive()
+            && std::fs::symlink_metadata(&path).is_ok()
+        {
+            return;
+        }
+        self.attempt(engine, slot).await;
+    }
+
+    async fn attempt(&mut self, engine: &Arc<Engine>, slot: &Arc<Mutex<Option<Listener>>>) {
+        match listen(engine.clone()).await {
+            Ok(listener) => {
+                match (self.waiting_since.take(), self.owner.take()) {
+                    (Some(since), Some(owner)) => tracing::info!(
+                        "agents attach on {} (taken over from pid {} {} ms after it was first seen)",
+                        listener.path().display(),
+                        owner.pid,
+                        since.elapsed().as_millis()
+                    ),
+                    _ => tracing::info!("agents attach on {}", listener.path().display()),
+                }
+                self.last_error = None;
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+            }
+            Err(err) => {
+                self.waiting_since.get_or_insert_with(Instant::now);
+                if let ListenError::Owned { owner: Some(pid), .. } = &err {
+                    self.owner = Some(Process::of(*pid));
+                }
+                let message = match &err {
+                    ListenError::Owned { .. } => format!("{err}; this one takes the socket over when it exits"),
+                    ListenError::Io(_) => format!("agents cannot attach to this session yet: {err}"),
+                };
+                if self.last_error.as_ref() != Some(&message) {
+                    tracing::warn!("{message}");
+                    self.last_error = Some(message);
+                }
+            }
+        }
+    }
 }
 
 /// The toolsets for `flag` (`--toolsets`), else `[mcp] toolsets`, else the defaults.
@@ -148,6 +401,10 @@ async fn serve_connection(engine: Arc<Engine>, stream: tokio::net::UnixStream) -
     let mut reader = BufReader::new(read);
     let mut first = Vec::new();
     reader.read_until(b'\n', &mut first).await?;
+    if first.is_empty() {
+        // A probe (another filepuff lsp learning who owns the socket): nothing to serve.
+        return Ok(());
+    }
     let options = serde_json::from_slice::<Value>(&first).ok().and_then(|v| v.get("filepuff").cloned());
     let input: BoxRead = match options {
         Some(_) => Box::new(reader),
@@ -161,131 +418,83 @@ async fn serve_connection(engine: Arc<Engine>, stream: tokio::net::UnixStream) -
     Ok(())
 }
 
-/// Connects to the socket of `root` if a `filepuff lsp` serves it.
-pub fn connect(root: &Path) -> Option<std::os::unix::net::UnixStream> {
-    std::os::unix::net::UnixStream::connect(socket_path(root)).ok()
+/// Connects to the socket of `root` if a `filepuff lsp` of this user serves it (the directory
+/// must be private to this user, and the peer's uid ours). Returns the stream and the owner's
+/// pid (from its credentials).
+pub async fn connect(root: &Path) -> Option<(tokio::net::UnixStream, Option<u32>)> {
+    let path = socket_path(root);
+    if !is_private_dir(path.parent()?) {
+        return None;
+    }
+    let stream =
+        tokio::time::timeout(Duration::from_secs(1), tokio::net::UnixStream::connect(&path)).await.ok()?.ok()?;
+    let credentials = stream.peer_cred().ok()?;
+    if credentials.uid() != current_uid() {
+        tracing::warn!("{} belongs to another user's process: not attaching", path.display());
+        return None;
+    }
+    Some((stream, credentials.pid().and_then(|p| u32::try_from(p).ok())))
 }
 
-/// What the bridge remembers to go on standalone if the editor goes away.
-#[derive(Default)]
-struct Replay {
-    /// The agent's `initialize` request line and its id.
-    initialize: Option<(String, Value)>,
-    /// Its `notifications/initialized` line.
-    initialized: Option<String>,
-    /// Ids of the agent's requests not answered yet.
-    pending: Vec<Value>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Bridges stdin/stdout to the editor's Engine over `stream` until stdin ends; if the editor
-/// goes away first, continues with `fallback` (an Engine of this process) as a standalone MCP
-/// server. `toolsets` is sent to the editor's side and used for the fallback.
-pub async fn bridge(
-    stream: std::os::unix::net::UnixStream,
-    toolsets: Option<String>,
-    fallback: Arc<Engine>,
-) -> anyhow::Result<()> {
-    stream.set_nonblocking(true)?;
-    let stream = tokio::net::UnixStream::from_std(stream)?;
-    let (read, mut write) = stream.into_split();
-    let hello = json!({ "filepuff": { "toolsets": toolsets } }).to_string() + "\n";
-    write.write_all(hello.as_bytes()).await?;
-    let mut upstream_lines = BufReader::new(Box::new(read) as BoxRead).lines();
-    let mut upstream_write: Box<dyn AsyncWrite + Send + Unpin> = Box::new(write);
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-    let mut stdout = tokio::io::stdout();
-    let mut replay = Replay::default();
-    let mut attached = true;
-    loop {
-        tokio::select! {
-            line = stdin.next_line() => {
-                let Some(line) = line? else { break };
-                remember(&mut replay, &line);
-                upstream_write.write_all(line.as_bytes()).await?;
-                upstream_write.write_all(b"\n").await?;
-                upstream_write.flush().await?;
-            }
-            line = upstream_lines.next_line() => {
-                match line {
-                    Ok(Some(line)) => {
-                        if let Ok(message) = serde_json::from_str::<Value>(&line)
-                            && message.get("method").is_none()
-                            && let Some(id) = message.get("id")
-                        {
-                            replay.pending.retain(|p| p != id);
-                        }
-                        stdout.write_all(line.as_bytes()).await?;
-                        stdout.write_all(b"\n").await?;
-                        stdout.flush().await?;
-                    }
-                    _ if !attached => anyhow::bail!("the standalone MCP server stopped"),
-                    _ => {
-                        // The editor's filepuff is gone: fail what was in flight, go standalone.
-                        attached = false;
-                        tracing::warn!("the editor's filepuff session ended; continuing standalone");
-                        for id in std::mem::take(&mut replay.pending) {
-                            let error = json!({ "jsonrpc": "2.0", "id": id, "error": {
-                                "code": -32603,
-                                "message": "the editor's filepuff session ended while this request ran; \
-                                            filepuff continues standalone (files on disk, its own language \
-                                            servers): retry the request",
-                            }});
-                            stdout.write_all(format!("{error}\n").as_bytes()).await?;
-                        }
-                        stdout.flush().await?;
-                        let (lines, writer) = standalone(&fallback, toolsets.as_deref(), &replay).await?;
-                        upstream_lines = lines;
-                        upstream_write = writer;
-                    }
-                }
-            }
+    #[test]
+    fn a_process_is_known_by_pid_and_start_time() {
+        let me = Process::of(std::process::id());
+        assert!(me.start.is_some() && me.is_alive());
+        let reused = Process { pid: me.pid, start: me.start.map(|s| s + 1) };
+        assert!(!reused.is_alive(), "a different start time is another process");
+        assert!(!Process::of(u32::MAX - 1).is_alive());
+    }
+
+    fn engine(root: &Path) -> Arc<Engine> {
+        Arc::new(Engine::new(crate::workspace::Workspace::open(root).unwrap()))
+    }
+
+    #[tokio::test]
+    async fn a_waiting_session_takes_the_socket_over_when_the_owner_goes() {
+        let root = tempfile::tempdir().unwrap();
+        let first = host(engine(root.path())).await;
+        assert!(first.is_serving());
+        let second = host(engine(root.path())).await;
+        assert!(!second.is_serving(), "the live owner keeps the socket");
+        tokio::time::sleep(TAKEOVER_POLL * 2).await;
+        assert!(first.is_serving() && !second.is_serving());
+        let gone = Instant::now();
+        drop(first);
+        while !second.is_serving() {
+            assert!(gone.elapsed() < Duration::from_secs(5), "no takeover");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(gone.elapsed() <= TAKEOVER_POLL + Duration::from_millis(100), "{:?}", gone.elapsed());
+        let path = socket_path(root.path());
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        let (_stream, owner) = connect(root.path()).await.expect("the new owner accepts");
+        assert_eq!(owner, Some(std::process::id()));
+        drop(second);
+        assert!(!path.exists(), "the last owner removes the socket");
+    }
+
+    #[tokio::test]
+    async fn stale_sockets_are_replaced_and_owners_unlink_only_their_own() {
+        let root = tempfile::tempdir().unwrap();
+        let path = socket_path(root.path());
+        private_dir(path.parent().unwrap()).unwrap();
+        // Left by a killed filepuff lsp: the file, nobody accepting.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let old = listen(engine(root.path())).await.expect("the stale file is replaced");
+        assert!(old.is_current());
+        // Its file removed behind its back and bound by another session:
+        std::fs::remove_file(&path).unwrap();
+        let new = listen(engine(root.path())).await.unwrap();
+        assert!(!old.is_current() && new.is_current());
+        drop(old);
+        assert!(path.exists() && new.is_current(), "an owner that is not current leaves the file alone");
+        match listen(engine(root.path())).await {
+            Err(ListenError::Owned { owner, .. }) => assert_eq!(owner, Some(std::process::id())),
+            other => panic!("a live owner keeps the socket: {:?}", other.map(|l| l.path().to_path_buf())),
         }
     }
-    Ok(())
-}
-
-fn remember(replay: &mut Replay, line: &str) {
-    let Ok(message) = serde_json::from_str::<Value>(line) else { return };
-    let method = message.get("method").and_then(Value::as_str);
-    match (method, message.get("id")) {
-        (Some("initialize"), Some(id)) => replay.initialize = Some((line.to_owned(), id.clone())),
-        (Some("notifications/initialized"), None) => replay.initialized = Some(line.to_owned()),
-        (Some(_), Some(id)) => replay.pending.push(id.clone()),
-        _ => {}
-    }
-}
-
-type Upstream = (tokio::io::Lines<BufReader<BoxRead>>, Box<dyn AsyncWrite + Send + Unpin>);
-
-/// Starts an MCP server on `engine` in this process, over an in-memory pipe, and replays the
-/// agent's handshake to it (its answer to `initialize` is not passed on: the agent has one).
-async fn standalone(engine: &Arc<Engine>, toolsets: Option<&str>, replay: &Replay) -> anyhow::Result<Upstream> {
-    use rmcp::ServiceExt;
-    let selection = self::toolsets(engine, toolsets).map_err(anyhow::Error::msg)?;
-    let (server_side, bridge_side) = tokio::io::duplex(1 << 20);
-    let server = crate::mcp::McpServer::with_toolsets(engine.clone(), selection);
-    tokio::spawn(async move {
-        match server.serve(server_side).await {
-            Ok(service) => {
-                let _ = service.waiting().await;
-            }
-            Err(err) => tracing::warn!("standalone MCP server: {err}"),
-        }
-    });
-    let (read, mut write) = tokio::io::split(bridge_side);
-    let mut lines = BufReader::new(Box::new(read) as BoxRead).lines();
-    if let Some((initialize, id)) = &replay.initialize {
-        write.write_all(format!("{initialize}\n").as_bytes()).await?;
-        write.flush().await?;
-        while let Some(line) = lines.next_line().await? {
-            if serde_json::from_str::<Value>(&line).ok().and_then(|m| m.get("id").cloned()).as_ref() == Some(id) {
-                break;
-            }
-        }
-        if let Some(initialized) = &replay.initialized {
-            write.write_all(format!("{initialized}\n").as_bytes()).await?;
-            write.flush().await?;
-        }
-    }
-    Ok((lines, Box::new(write)))
 }

@@ -34,9 +34,9 @@ pub enum Command {
     /// Serve the editor over stdin/stdout as one language server in front of gopls, clangd,
     /// basedpyright, typescript-language-server, … (configure your editor to run this).
     Lsp,
-    /// Serve MCP over stdin/stdout (register this command with your MCP client). When a
+    /// Serve MCP over stdin/stdout (register this command with your MCP client). While a
     /// `filepuff lsp` (an editor) serves this workspace, attach to its Engine: live buffers,
-    /// the same language servers.
+    /// the same language servers (also when the editor starts, or restarts, later).
     Mcp(McpServeArgs),
     /// Serve MCP over Streamable HTTP (loopback only, a bearer token per start).
     Serve(ServeArgs),
@@ -337,13 +337,14 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Lsp => ExitCode::from(EXIT_OK),
         Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
-            Ok(toolsets) => {
-                let attached = if args.standalone { None } else { crate::attach::connect(engine.workspace().root()) };
-                match attached {
-                    Some(stream) => bridge_mcp(engine, stream, args.toolsets.toolsets),
-                    None => serve_mcp(engine, toolsets),
-                }
+            Ok(toolsets) if args.standalone => {
+                let notice = crate::attach::DiskNotice::new(
+                    engine.workspace().root(),
+                    "filepuff mcp was started with --standalone",
+                );
+                serve_mcp(engine, toolsets, notice)
             }
+            Ok(_) => bridge_mcp(engine, args.toolsets.toolsets),
             Err(err) => report_error(&err, false),
         },
         Command::Serve(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
@@ -618,8 +619,9 @@ fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) 
     }
 }
 
-/// `filepuff mcp` attached to an editor's Engine (see `attach`).
-fn bridge_mcp(engine: Arc<Engine>, stream: std::os::unix::net::UnixStream, toolsets: Option<String>) -> ExitCode {
+/// `filepuff mcp`: attached to the editor's Engine while a `filepuff lsp` serves the root,
+/// standalone otherwise (see `attach::bridge`).
+fn bridge_mcp(engine: Arc<Engine>, toolsets: Option<String>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -627,7 +629,8 @@ fn bridge_mcp(engine: Arc<Engine>, stream: std::os::unix::net::UnixStream, tools
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let result = runtime.block_on(crate::attach::bridge(stream, toolsets, engine));
+    let root = engine.workspace().root().to_path_buf();
+    let result = runtime.block_on(crate::attach::bridge(&root, toolsets, engine));
     runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),
@@ -638,7 +641,8 @@ fn bridge_mcp(engine: Arc<Engine>, stream: std::os::unix::net::UnixStream, tools
     }
 }
 
-fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection) -> ExitCode {
+/// `filepuff mcp --standalone`: never attaches; results say so while an editor runs.
+fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection, notice: crate::attach::DiskNotice) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -646,7 +650,7 @@ fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(engine, toolsets)) {
+    match runtime.block_on(crate::mcp::serve_stdio(engine, toolsets, Some(notice))) {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff mcp: {err:#}");

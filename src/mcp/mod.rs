@@ -22,6 +22,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::attach::DiskNotice;
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;
 use crate::tools::{
@@ -38,6 +39,9 @@ pub struct McpServer {
     engine: Arc<Engine>,
     tool_router: ToolRouter<McpServer>,
     toolsets: ToolsetSelection,
+    /// Set when this server reads the disk while an editor may hold unsaved buffers of the
+    /// same root (a standalone `filepuff mcp`): see [`McpServer::with_disk_notice`].
+    disk_notice: Option<DiskNotice>,
 }
 
 #[tool_router]
@@ -51,7 +55,16 @@ impl McpServer {
     pub fn with_toolsets(engine: Arc<Engine>, toolsets: ToolsetSelection) -> McpServer {
         let tool_router = toolsets::filter(McpServer::all_tools(), &toolsets);
         toolsets::warm_up(&engine, &toolsets);
-        McpServer { engine, tool_router, toolsets }
+        McpServer { engine, tool_router, toolsets, disk_notice: None }
+    }
+
+    /// The same server, marking its results when an editor's `filepuff lsp` runs for the root
+    /// without serving this agent ([`DiskNotice::note`], checked at every call): the result's
+    /// `structuredContent` gets `"source": "disk"` (an error's JSON block too) and its readable
+    /// text ends with the note. Results are unchanged while no editor runs.
+    pub fn with_disk_notice(mut self, notice: DiskNotice) -> McpServer {
+        self.disk_notice = Some(notice);
+        self
     }
 
     /// The names of the tools this build implements (whatever the selection).
@@ -68,7 +81,7 @@ impl McpServer {
         for route in router.map.values_mut() {
             route.attr.input_schema = Arc::new(without_custom_formats(&route.attr.input_schema));
             if let Some(output) = &route.attr.output_schema {
-                route.attr.output_schema = Some(Arc::new(without_custom_formats(output)));
+                route.attr.output_schema = Some(Arc::new(with_source(without_custom_formats(output))));
             }
         }
         router
@@ -246,7 +259,13 @@ impl ServerHandler for McpServer {
             return Ok(rmcp::model::CallToolResponse::Complete(refused));
         }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(call).await
+        let mut response = self.tool_router.call(call).await?;
+        if let rmcp::model::CallToolResponse::Complete(result) = &mut response
+            && let Some(note) = self.disk_notice.as_ref().and_then(DiskNotice::note)
+        {
+            mark_disk_source(result, &note);
+        }
+        Ok(response)
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -301,6 +320,59 @@ where
             Err(err) => error_result(&ToolError::internal(format!("cannot serialise the result: {err}"))),
         },
         Err(err) => error_result(&err),
+    }
+}
+
+/// The top-level `source` of every object output schema that has none (`file_read` has its
+/// own, `buffer` or `disk`): see [`mark_disk_source`].
+fn with_source(mut schema: JsonObject) -> JsonObject {
+    if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
+        return schema;
+    }
+    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+        properties.entry("source").or_insert_with(|| {
+            serde_json::json!({
+                "description": "`disk` when an editor's filepuff lsp runs for this workspace but this agent is not attached to it: the result was computed from the files on disk, without the editor's unsaved buffers (the text says why). Absent otherwise.",
+                "type": "string",
+                "enum": ["disk"],
+            })
+        });
+    }
+    schema
+}
+
+/// Marks `result` as served from disk (see [`McpServer::with_disk_notice`]): `source: "disk"`
+/// in `structuredContent` (or in an error's JSON block) and `note` appended to the first text
+/// block, so the number and order of blocks stay as clients expect.
+fn mark_disk_source(result: &mut CallToolResult, note: &str) {
+    let disk = serde_json::Value::String("disk".to_owned());
+    if let Some(serde_json::Value::Object(structured)) = &mut result.structured_content {
+        structured.insert("source".to_owned(), disk.clone());
+    }
+    let is_error = result.is_error == Some(true);
+    let texts: Vec<usize> = result
+        .content
+        .iter()
+        .enumerate()
+        .filter(|(_, block)| matches!(block, ContentBlock::Text(_)))
+        .map(|(i, _)| i)
+        .collect();
+    if is_error
+        && texts.len() >= 2
+        && let Some(&last) = texts.last()
+        && let ContentBlock::Text(text) = &mut result.content[last]
+        && let Ok(serde_json::Value::Object(mut error)) = serde_json::from_str::<serde_json::Value>(&text.text)
+    {
+        error.insert("source".to_owned(), disk);
+        text.text = serde_json::Value::Object(error).to_string();
+    }
+    match texts.first() {
+        Some(&first) => {
+            if let ContentBlock::Text(text) = &mut result.content[first] {
+                text.text = format!("{}\n\nNote: {note}.", text.text.trim_end());
+            }
+        }
+        None => result.content.push(ContentBlock::text(format!("Note: {note}."))),
     }
 }
 
@@ -380,9 +452,19 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Serves MCP over stdin/stdout, with the tools of `toolsets`, until the client disconnects.
-pub async fn serve_stdio(engine: Arc<Engine>, toolsets: ToolsetSelection) -> anyhow::Result<()> {
-    let service = McpServer::with_toolsets(engine, toolsets).serve(rmcp::transport::stdio()).await?;
+/// Serves MCP over stdin/stdout, with the tools of `toolsets`, until the client disconnects;
+/// with `notice`, results say when they come from disk while an editor runs
+/// ([`McpServer::with_disk_notice`]).
+pub async fn serve_stdio(
+    engine: Arc<Engine>,
+    toolsets: ToolsetSelection,
+    notice: Option<DiskNotice>,
+) -> anyhow::Result<()> {
+    let mut server = McpServer::with_toolsets(engine, toolsets);
+    if let Some(notice) = notice {
+        server = server.with_disk_notice(notice);
+    }
+    let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }

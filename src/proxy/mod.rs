@@ -6,7 +6,10 @@
 //!   workspace folder, else `rootUri`, else `--root`, else the current directory), negotiates
 //!   `positionEncoding` (utf-8 when the editor offers it, else utf-16), starts the servers for
 //!   the languages found in the workspace and answers with the union of their capabilities
-//!   ([`capabilities`]). `shutdown` stops every server; `exit` ends the session.
+//!   ([`capabilities`]); what servers that start later add is registered with the editor
+//!   ([`late`]). `shutdown` stops every server; `exit` ends the session. Agents attach on the
+//!   workspace's socket, taken over from a previous `filepuff lsp` of the root when it exits
+//!   ([`crate::attach::host`]).
 //! - **Text sync**: `didOpen`/`didChange`/`didSave`/`didClose` update the documents store in
 //!   arrival order (async-lsp runs notification handlers one at a time, in order) and are
 //!   mirrored at once to every server of the document's language, each in its own encoding
@@ -22,6 +25,7 @@
 
 mod capabilities;
 mod frame;
+mod late;
 mod route;
 mod spelling;
 mod translate;
@@ -231,8 +235,9 @@ pub(crate) struct Shared {
     /// When servers for a language were last started for a document (so a language without an
     /// installed server is not retried on every keystroke).
     starting: Mutex<HashMap<Language, Instant>>,
-    /// The socket agents attach on (removed with it).
-    listener: Mutex<Option<crate::attach::Listener>>,
+    /// The socket agents attach on, owned or waited for (removed with it), and this session's
+    /// presence file.
+    listener: Mutex<Option<crate::attach::Host>>,
     me: std::sync::Weak<Shared>,
 }
 
@@ -246,7 +251,10 @@ pub(crate) struct Session {
     /// True once the `initialize` answer is on its way: server traffic is forwarded from then
     /// (server requests made before wait for it).
     ready: tokio::sync::watch::Sender<bool>,
-    /// The semantic-token legend the editor was given.
+    /// The capabilities the editor was given in the `initialize` answer.
+    advertised: OnceLock<Value>,
+    /// The semantic-token legend the editor was given (in the `initialize` answer, or in the
+    /// first late registration of semantic tokens: [`late`]).
     legend: OnceLock<Value>,
     /// Per server name, how its legend maps onto [`Session::legend`].
     legend_maps: Mutex<HashMap<String, LegendMap>>,
@@ -292,7 +300,7 @@ impl Shared {
     /// Sends the [`STATUS`] notification (after `initialize` only).
     fn send_status(&self) {
         if let Some(session) = self.ready_session() {
-            self.notify_editor(STATUS, status(session));
+            self.notify_editor(STATUS, status(self, session));
         }
     }
 
@@ -390,7 +398,7 @@ impl tower::Service<AnyRequest> for Proxy {
                     });
                 }
                 if method == STATUS {
-                    return ready(Ok(status(session)));
+                    return ready(Ok(status(&self.shared, session)));
                 }
                 route::request(&self.shared, session, request)
             }
@@ -406,6 +414,11 @@ impl LspService for Proxy {
         let Some(session) = self.shared.ready_session() else {
             return ControlFlow::Continue(());
         };
+        if notification.method == "initialized" {
+            // Servers that started after the `initialize` answer can be registered now.
+            self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).editor_initialized = true;
+            late::reconcile(&self.shared, session);
+        }
         let method = notification.method.clone();
         if let Err(message) = text_sync(&self.shared, session, notification) {
             tracing::warn!("{method}: {message}");
@@ -517,10 +530,12 @@ fn from_lsp(position: lsp_types::Position) -> crate::documents::Position {
 /// begins or ends work in progress — for an editor's status bar.
 pub const STATUS: &str = "filepuff/status";
 
-/// The answer to [`STATUS`]: `{"servers": [{name, version, root, pid, positionEncoding,
-/// state: "ready" | "busy" | "exited", documents}]}`, where `documents` counts the documents
-/// the server has open and `busy` means it reports work in progress (loading, indexing).
-fn status(session: &Session) -> Value {
+/// The answer to [`STATUS`]: `{"positionEncoding", "servers": [{name, version, root, pid,
+/// positionEncoding, state: "ready" | "busy" | "exited", documents}], "agents": {"socket",
+/// "serving"}}`, where `documents` counts the documents the server has open, `busy` means it
+/// reports work in progress (loading, indexing), and `serving` says whether this session owns
+/// the agents' socket now (false while another `filepuff lsp` of the root holds it).
+fn status(shared: &Shared, session: &Session) -> Value {
     let servers: Vec<Value> = session
         .engine
         .backends()
@@ -545,7 +560,13 @@ fn status(session: &Session) -> Value {
             })
         })
         .collect();
-    json!({ "positionEncoding": session.encoding.lsp_name(), "servers": servers })
+    let serving = shared.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.is_serving());
+    let socket = crate::attach::socket_path(session.engine.workspace().root());
+    json!({
+        "positionEncoding": session.encoding.lsp_name(),
+        "servers": servers,
+        "agents": { "socket": socket, "serving": serving },
+    })
 }
 
 /// The editor's `initialize` (LSP 3.17 "Initialize Request").
@@ -587,6 +608,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         encoding,
         editor_capabilities,
         ready: tokio::sync::watch::Sender::new(false),
+        advertised: OnceLock::new(),
         legend: OnceLock::new(),
         legend_maps: Mutex::new(HashMap::new()),
     };
@@ -595,13 +617,8 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     }
     // Agents' edits to open documents go through this editor; agents attach on the socket.
     engine.attach_editor(Arc::new(upstream::EditorLink(Arc::downgrade(&shared))));
-    match crate::attach::listen(engine.clone()) {
-        Ok(listener) => {
-            tracing::info!("agents attach on {}", listener.path().display());
-            *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
-        }
-        Err(err) => tracing::warn!("agents cannot attach to this session: {err}"),
-    }
+    let host = crate::attach::host(engine.clone()).await;
+    *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
 
     // Start the servers of the languages the workspace holds, concurrently.
     let detect_root = engine.workspace().root().to_path_buf();
@@ -614,7 +631,8 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
             }
         })
     });
-    let limit = Duration::from_millis(engine.backends().config().request_timeout_ms.max(1000));
+    let config = engine.backends().config();
+    let limit = Duration::from_millis(config.initialize_wait_ms.unwrap_or(config.request_timeout_ms.max(1000)));
     let _ = tokio::time::timeout(limit, futures::future::join_all(starts)).await;
 
     let session = shared.session.get().ok_or_else(|| internal("no session"))?;
@@ -636,12 +654,14 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
             session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
         }
     }
-    let _ = session.legend.set(legend.clone());
     let refs: Vec<&Value> = capabilities.iter().collect();
     let mut union = capabilities::union(&refs, encoding, delta);
     if let Some(tokens) = union.get_mut("semanticTokensProvider").and_then(Value::as_object_mut) {
+        // Without tokens now, the legend is the first late server's ([`late`]).
+        let _ = session.legend.set(legend.clone());
         tokens.insert("legend".into(), legend);
     }
+    let _ = session.advertised.set(union.clone());
     let servers: Vec<String> = clients
         .iter()
         .map(|c| format!("{} ({})", c.server_info.clone().unwrap_or_else(|| c.name.clone()), c.encoding.lsp_name()))

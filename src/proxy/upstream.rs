@@ -40,11 +40,22 @@ pub(crate) struct State {
     /// the editor does not do progress.
     tokens: HashMap<(u64, String), Option<String>>,
     /// `workspace/executeCommand` commands registered dynamically, by server name.
-    commands: HashMap<String, String>,
-    /// Registrations forwarded to the editor, per server serial: (editor id, method).
-    registrations: HashMap<u64, Vec<(String, String)>>,
+    pub(super) commands: HashMap<String, String>,
+    /// Registrations forwarded to the editor, per server serial: (editor id, method) — the
+    /// servers' own and those filepuff made for late servers ([`super::late`]).
+    pub(super) registrations: HashMap<u64, Vec<(String, String)>>,
     /// Registration ids absorbed (never forwarded).
     absorbed: HashSet<String>,
+    /// Whether the editor sent `initialized` (registrations may be sent from then).
+    pub(super) editor_initialized: bool,
+    /// The registrations filepuff made for late servers.
+    pub(super) late: Vec<super::late::Registered>,
+    /// Serial of the last of them (their ids are `filepuff/SERIAL/late/N`).
+    pub(super) next_late: u64,
+    /// Per server name, the features the editor was told it cannot be given.
+    pub(super) warned: HashMap<String, Vec<&'static str>>,
+    /// Notes already logged to the editor (each once).
+    pub(super) noted: HashSet<String>,
 }
 
 impl State {
@@ -171,9 +182,16 @@ impl Upstream for EditorLink {
         })
     }
 
-    fn started(&self, _client: &Arc<LspClient>) {
-        // The backends open the editor's documents on it themselves; the status bar changes.
+    fn started(&self, client: &Arc<LspClient>) {
+        // The backends open the editor's documents on it themselves (`Backends::resync`); here
+        // the capabilities it brings after the editor's initialize, and the status bar.
         let Some(shared) = self.0.upgrade() else { return };
+        if let Some(session) = shared.session.get()
+            && session.is_ready()
+        {
+            super::late::map_legend(&shared, session, client);
+            super::late::reconcile(&shared, session);
+        }
         shared.send_status();
     }
 
@@ -183,13 +201,19 @@ impl Upstream for EditorLink {
         let engine = session.engine.clone();
         let client = client.clone();
         // Registrations of the dead process are gone with it.
-        let stale = shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).registrations.remove(&client.serial);
+        let stale = {
+            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            state.late.retain(|r| r.serial != client.serial);
+            state.registrations.remove(&client.serial)
+        };
         if let Some(stale) = stale.filter(|s| !s.is_empty()) {
             let entries: Vec<Value> = stale.iter().map(|(id, method)| json!({ "id": id, "method": method })).collect();
             let answer = shared.request_editor("client/unregisterCapability", json!({ "unregisterations": entries }));
             tokio::spawn(async move {
                 let _ = answer.await;
             });
+            // What it registered for its languages may be another running server's to offer.
+            super::late::reconcile(&shared, session);
         }
         shared.send_status();
         tokio::task::spawn_blocking(move || {
@@ -257,12 +281,7 @@ fn to_ready_editor(
             shared.request_editor(method, json!({ "token": editor_token }))
         }
         "client/registerCapability" => {
-            let specs = session.engine.backends().server_specs();
-            let languages: Vec<Value> = specs
-                .iter()
-                .find(|s| s.name == from.name)
-                .map(|s| s.languages.iter().map(|l| json!({ "language": l.lsp_id() })).collect())
-                .unwrap_or_default();
+            let languages = super::late::server_languages(session, &from.name);
             let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
             let mut forwarded = Vec::new();
             for mut registration in params.get("registrations").and_then(Value::as_array).cloned().unwrap_or_default() {
@@ -294,7 +313,7 @@ fn to_ready_editor(
                     if let Some(options) = options.and_then(Value::as_object_mut)
                         && options.get("documentSelector").is_none_or(Value::is_null)
                     {
-                        options.insert("documentSelector".into(), Value::Array(languages.clone()));
+                        options.insert("documentSelector".into(), super::late::selector(&languages));
                     }
                 }
                 registration["id"] = json!(id);

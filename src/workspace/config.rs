@@ -48,6 +48,11 @@ pub struct LspConfig {
     pub ready_timeout_ms: u64,
     /// Seconds without a request after which a server is shut down (default 600; 0 = never).
     pub idle_shutdown_secs: u64,
+    /// Behind `filepuff lsp`: how long, in milliseconds, the editor's `initialize` waits for the
+    /// workspace's servers to start before answering (default: `request_timeout_ms`). A server
+    /// that starts later has its features registered with the editor afterwards
+    /// (`client/registerCapability`) where the editor supports that.
+    pub initialize_wait_ms: Option<u64>,
     /// Behind `filepuff lsp`: whether an agent's edit of a document open in the editor is also
     /// saved to disk once the editor applied it (default false: the editor's buffer holds it,
     /// unsaved, like any edit made there).
@@ -60,6 +65,7 @@ impl Default for LspConfig {
             request_timeout_ms: 30_000,
             ready_timeout_ms: 20_000,
             idle_shutdown_secs: 600,
+            initialize_wait_ms: None,
             save_agent_edits: false,
         }
     }

@@ -48,10 +48,13 @@ class ToolCallFailed(AssertionError):
 class McpSession:
     """One `filepuff mcp --root ROOT [--toolsets T]` process and an initialized ClientSession."""
 
-    def __init__(self, root: Path, stderr_log: Path, toolsets: str | None = None):
+    def __init__(self, root: Path, stderr_log: Path, toolsets: str | None = None, extra_args: list[str] | None = None,
+                 env: dict[str, str] | None = None):
         self.root = root
         self.stderr_log = stderr_log
         self.toolsets = toolsets
+        self.extra_args = extra_args or []
+        self.env = env or {}
         self.initialize_result: types.InitializeResult | None = None
         self._session: ClientSession | None = None
         self._loop = asyncio.new_event_loop()
@@ -76,9 +79,10 @@ class McpSession:
         self._stop = asyncio.Event()
         params = StdioServerParameters(
             command=str(filepuff_binary()),
-            args=["mcp", "--root", str(self.root)] + (["--toolsets", self.toolsets] if self.toolsets else []),
+            args=["mcp", "--root", str(self.root)] + (["--toolsets", self.toolsets] if self.toolsets else [])
+            + self.extra_args,
             cwd=str(self.root),
-            env={"RUST_BACKTRACE": "1"},
+            env={"RUST_BACKTRACE": "1", **self.env},
         )
         try:
             with open(self.stderr_log, "w") as errlog:

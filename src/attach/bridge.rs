@@ -1,0 +1,342 @@
+//! The agent's side of attaching: `filepuff mcp`'s stdio bridged to the MCP server of the
+//! editor's `filepuff lsp` over its socket, or to an MCP server of this process (its own Engine,
+//! files on disk) while no editor serves the root — switching as owners come and go:
+//!
+//! - **Attached, the editor's session ends** (the editor quit, or is restarting its server):
+//!   requests in flight get a JSON-RPC error saying so; the bridge then looks for a new owner
+//!   of the socket for [`OWNER_SEARCH`] (every [`OWNER_POLL`]) and attaches to it, else goes
+//!   standalone.
+//! - **Standalone**: before forwarding each request (when none is in flight on the standalone
+//!   server), the bridge tries the socket and attaches as soon as an owner accepts. While
+//!   standalone, results say they come from the disk when an editor runs for the root
+//!   ([`super::DiskNotice`]).
+//! - **Switching** replays the agent's `initialize` and `notifications/initialized` to the new
+//!   server; its answer to `initialize` is not passed on (the agent has one), unless the agent
+//!   was still waiting for it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::{BoxRead, DiskNotice};
+use crate::engine::Engine;
+
+/// How long the bridge looks for a new owner of the socket after the editor's session ended,
+/// before it goes standalone.
+pub const OWNER_SEARCH: Duration = Duration::from_secs(3);
+
+/// How often it tries the socket meanwhile.
+pub const OWNER_POLL: Duration = Duration::from_millis(100);
+
+/// Longest wait for a server's answer to the replayed `initialize`.
+const HANDSHAKE: Duration = Duration::from_secs(20);
+
+/// What the bridge remembers to replay the agent's handshake to a new server.
+#[derive(Default)]
+struct Replay {
+    /// The agent's `initialize` request line and its id.
+    initialize: Option<(String, Value)>,
+    /// Whether the agent has its answer to `initialize`.
+    initialize_answered: bool,
+    /// Its `notifications/initialized` line.
+    initialized: Option<String>,
+    /// Ids of the agent's requests not answered yet.
+    pending: Vec<Value>,
+}
+
+/// Where the agent's messages go now.
+struct Upstream {
+    lines: tokio::io::Lines<BufReader<BoxRead>>,
+    write: Box<dyn AsyncWrite + Send + Unpin>,
+    /// The owner's pid (when its credentials said) when attached to an editor's `filepuff lsp`;
+    /// `None` when standalone.
+    editor: Option<Option<u32>>,
+}
+
+impl Upstream {
+    async fn send(&mut self, line: &str) -> std::io::Result<()> {
+        self.write.write_all(line.as_bytes()).await?;
+        self.write.write_all(b"\n").await?;
+        self.write.flush().await
+    }
+
+    fn describe(&self) -> String {
+        match self.editor {
+            Some(Some(pid)) => format!("the editor's filepuff lsp (pid {pid})"),
+            Some(None) => "the editor's filepuff lsp".to_owned(),
+            None => "this process's own Engine (files on disk)".to_owned(),
+        }
+    }
+}
+
+/// Serves the agent on stdin/stdout until stdin ends: attached to the `filepuff lsp` that owns
+/// `root`'s socket when there is one, else standalone on `fallback` (an Engine of this
+/// process), switching as described in the module documentation. `toolsets` (the
+/// `--toolsets` flag) is sent to the editor's side and used for the fallback.
+///
+/// Errors: stdin or stdout failed, or the standalone MCP server stopped.
+pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>) -> anyhow::Result<()> {
+    let toolsets = toolsets.as_deref();
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut replay = Replay::default();
+    let mut upstream = match super::connect(root).await {
+        Some((stream, pid)) => match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
+            Ok(attached) => attached,
+            Err(err) => {
+                tracing::warn!("cannot attach to the editor's filepuff: {err:#}; continuing standalone");
+                standalone(root, &fallback, toolsets, &mut replay, &mut stdout).await?
+            }
+        },
+        None => standalone(root, &fallback, toolsets, &mut replay, &mut stdout).await?,
+    };
+    tracing::info!("serving the agent with {}", upstream.describe());
+    loop {
+        tokio::select! {
+            line = stdin.next_line() => {
+                let Some(line) = line? else { break };
+                let request = remember(&mut replay, &line);
+                // Standalone, nothing else in flight: attach if an editor serves the root now.
+                if request
+                    && upstream.editor.is_none()
+                    && replay.pending.len() == 1
+                    && let Some((stream, pid)) = super::connect(root).await
+                {
+                    match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
+                        Ok(attached) => {
+                            upstream = attached;
+                            tracing::info!("attached to {}", upstream.describe());
+                            // Its language servers are the editor's now: stop this process's.
+                            let engine = fallback.clone();
+                            tokio::task::spawn_blocking(move || engine.backends().stop_all());
+                        }
+                        Err(err) => tracing::warn!("cannot attach to the editor's filepuff: {err:#}"),
+                    }
+                }
+                if let Err(err) = upstream.send(&line).await {
+                    if upstream.editor.is_none() {
+                        anyhow::bail!("the standalone MCP server stopped: {err}");
+                    }
+                    // The editor's session ended before this line reached it: the requests
+                    // before it are lost, this one goes to the next server.
+                    tracing::warn!("the session of {} ended", upstream.describe());
+                    let id = serde_json::from_str::<Value>(&line).ok().and_then(|m| m.get("id").cloned());
+                    replay.pending.retain(|p| Some(p) != id.as_ref());
+                    fail_pending(&mut replay, &mut stdout).await?;
+                    replay.pending.extend(id.filter(|_| request));
+                    upstream = next_upstream(root, &fallback, toolsets, &mut replay, &mut stdout).await?;
+                    tracing::info!("serving the agent with {}", upstream.describe());
+                    // The handshake lines were replayed already.
+                    let replayed = replay.initialize.as_ref().is_some_and(|(init, _)| *init == line)
+                        || replay.initialized.as_deref() == Some(line.as_str());
+                    if !replayed {
+                        upstream.send(&line).await?;
+                    }
+                }
+            }
+            line = upstream.lines.next_line() => {
+                match line {
+                    Ok(Some(line)) => {
+                        settle(&mut replay, &line);
+                        stdout.write_all(line.as_bytes()).await?;
+                        stdout.write_all(b"\n").await?;
+                        stdout.flush().await?;
+                    }
+                    _ if upstream.editor.is_none() => anyhow::bail!("the standalone MCP server stopped"),
+                    _ => {
+                        tracing::warn!("the session of {} ended", upstream.describe());
+                        fail_pending(&mut replay, &mut stdout).await?;
+                        upstream = next_upstream(root, &fallback, toolsets, &mut replay, &mut stdout).await?;
+                        tracing::info!("serving the agent with {}", upstream.describe());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After the editor's session ended: the socket's next owner if one accepts within
+/// [`OWNER_SEARCH`], else a standalone server.
+async fn next_upstream(
+    root: &Path,
+    fallback: &Arc<Engine>,
+    toolsets: Option<&str>,
+    replay: &mut Replay,
+    stdout: &mut tokio::io::Stdout,
+) -> anyhow::Result<Upstream> {
+    let started = Instant::now();
+    while started.elapsed() < OWNER_SEARCH {
+        if let Some((stream, pid)) = super::connect(root).await {
+            match attach(stream, pid, toolsets, replay, stdout).await {
+                Ok(attached) => {
+                    tracing::info!("found a new owner after {} ms", started.elapsed().as_millis());
+                    return Ok(attached);
+                }
+                Err(err) => tracing::warn!("cannot attach to the editor's filepuff: {err:#}"),
+            }
+        }
+        tokio::time::sleep(OWNER_POLL).await;
+    }
+    standalone(root, fallback, toolsets, replay, stdout).await
+}
+
+/// Answers every request in flight with an error: its server is gone.
+async fn fail_pending(replay: &mut Replay, stdout: &mut tokio::io::Stdout) -> std::io::Result<()> {
+    for id in std::mem::take(&mut replay.pending) {
+        let error = json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -32603,
+            "message": "the editor's filepuff session ended while this request ran; filepuff attaches to its \
+                        successor, or continues standalone (files on disk, its own language servers): retry \
+                        the request",
+        }});
+        stdout.write_all(format!("{error}\n").as_bytes()).await?;
+    }
+    stdout.flush().await
+}
+
+/// Notes what the agent sent; true for a request other than `initialize`.
+fn remember(replay: &mut Replay, line: &str) -> bool {
+    let Ok(message) = serde_json::from_str::<Value>(line) else { return false };
+    let method = message.get("method").and_then(Value::as_str);
+    match (method, message.get("id")) {
+        (Some("initialize"), Some(id)) => {
+            replay.initialize = Some((line.to_owned(), id.clone()));
+            replay.initialize_answered = false;
+            false
+        }
+        (Some("notifications/initialized"), None) => {
+            replay.initialized = Some(line.to_owned());
+            false
+        }
+        (Some(_), Some(id)) => {
+            replay.pending.push(id.clone());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Notes an answer that goes to the agent.
+fn settle(replay: &mut Replay, line: &str) {
+    let Ok(message) = serde_json::from_str::<Value>(line) else { return };
+    if message.get("method").is_some() {
+        return;
+    }
+    let Some(id) = message.get("id") else { return };
+    if replay.initialize.as_ref().is_some_and(|(_, init)| init == id) {
+        replay.initialize_answered = true;
+    }
+    replay.pending.retain(|p| p != id);
+}
+
+/// Attaches to the editor's MCP server on `stream`: the options line, then the agent's
+/// handshake replayed.
+async fn attach(
+    stream: tokio::net::UnixStream,
+    pid: Option<u32>,
+    toolsets: Option<&str>,
+    replay: &mut Replay,
+    stdout: &mut tokio::io::Stdout,
+) -> anyhow::Result<Upstream> {
+    let (read, write) = stream.into_split();
+    let mut upstream = Upstream {
+        lines: BufReader::new(Box::new(read) as BoxRead).lines(),
+        write: Box::new(write),
+        editor: Some(pid),
+    };
+    upstream.send(&json!({ "filepuff": { "toolsets": toolsets } }).to_string()).await?;
+    handshake(&mut upstream, replay, stdout).await?;
+    Ok(upstream)
+}
+
+/// Starts an MCP server on `engine` in this process, over an in-memory pipe, and replays the
+/// agent's handshake to it. Its results carry a note while an editor runs for `root`.
+async fn standalone(
+    root: &Path,
+    engine: &Arc<Engine>,
+    toolsets: Option<&str>,
+    replay: &mut Replay,
+    stdout: &mut tokio::io::Stdout,
+) -> anyhow::Result<Upstream> {
+    use rmcp::ServiceExt;
+    let selection = super::toolsets(engine, toolsets).map_err(anyhow::Error::msg)?;
+    let (server_side, bridge_side) = tokio::io::duplex(1 << 20);
+    let notice = DiskNotice::new(
+        root,
+        format!(
+            "no filepuff lsp accepts agents on {} right now; filepuff mcp attaches at the next request once one does",
+            super::socket_path(root).display()
+        ),
+    );
+    let server = crate::mcp::McpServer::with_toolsets(engine.clone(), selection).with_disk_notice(notice);
+    tokio::spawn(async move {
+        match server.serve(server_side).await {
+            Ok(service) => {
+                let _ = service.waiting().await;
+            }
+            Err(err) => tracing::warn!("standalone MCP server: {err}"),
+        }
+    });
+    let (read, write) = tokio::io::split(bridge_side);
+    let mut upstream =
+        Upstream { lines: BufReader::new(Box::new(read) as BoxRead).lines(), write: Box::new(write), editor: None };
+    handshake(&mut upstream, replay, stdout).await?;
+    Ok(upstream)
+}
+
+/// Replays the agent's `initialize` (waiting for the answer, which goes to the agent only if it
+/// is still waiting for one) and `notifications/initialized`. Nothing to do before the agent
+/// sent `initialize`.
+async fn handshake(upstream: &mut Upstream, replay: &mut Replay, stdout: &mut tokio::io::Stdout) -> anyhow::Result<()> {
+    let Some((initialize, id)) = replay.initialize.clone() else { return Ok(()) };
+    upstream.send(&initialize).await?;
+    let answer = tokio::time::timeout(HANDSHAKE, async {
+        while let Some(line) = upstream.lines.next_line().await? {
+            let message = serde_json::from_str::<Value>(&line).ok();
+            if message.as_ref().is_some_and(|m| m.get("method").is_none() && m.get("id") == Some(&id)) {
+                return Ok(Some(line));
+            }
+        }
+        Ok::<_, std::io::Error>(None)
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("no answer to initialize within {} s", HANDSHAKE.as_secs()))??;
+    let Some(answer) = answer else { anyhow::bail!("the server closed the connection during initialize") };
+    if !replay.initialize_answered {
+        settle(replay, &answer);
+        stdout.write_all(format!("{answer}\n").as_bytes()).await?;
+        stdout.flush().await?;
+    }
+    if let Some(initialized) = &replay.initialized {
+        upstream.send(initialized).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handshake_and_requests_in_flight_are_remembered() {
+        let mut replay = Replay::default();
+        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#));
+        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
+        assert!(!replay.initialize_answered);
+        settle(&mut replay, r#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        assert!(replay.initialize_answered);
+        assert!(remember(&mut replay, r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#));
+        assert!(remember(&mut replay, r#"{"jsonrpc":"2.0","id":"b","method":"tools/list"}"#));
+        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#));
+        assert_eq!(replay.pending, vec![json!(1), json!("b")]);
+        // A server's request to the agent is not an answer.
+        settle(&mut replay, r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        settle(&mut replay, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert_eq!(replay.pending, vec![json!("b")]);
+        assert!(replay.initialized.is_some() && replay.initialize.is_some());
+    }
+}

@@ -1,0 +1,174 @@
+//! Presence of editors: each running `filepuff lsp` keeps a file next to its root's socket, so
+//! a standalone `filepuff mcp` can tell that an editor runs for its root without serving it,
+//! and say so in every result ([`DiskNotice`]).
+
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Process, is_private_dir, private_dir, runtime_dir, workspace_hash};
+
+/// The presence file of a running `filepuff lsp`: `HASH.PID.editor` in [`runtime_dir`], mode
+/// 0600, holding `{"pid": PID, "start": START, "root": ROOT}` (START: the process start time
+/// in clock ticks since boot, to tell pid reuse). Removed when dropped; files of processes
+/// that are gone are ignored, and removed by the next `filepuff lsp` of the root.
+#[derive(Debug)]
+pub struct Presence {
+    path: PathBuf,
+}
+
+impl Presence {
+    /// Writes this process's presence file for `root`.
+    ///
+    /// Errors: the directory is not private to this user, or the file cannot be written.
+    pub fn announce(root: &Path) -> io::Result<Presence> {
+        let dir = runtime_dir();
+        private_dir(&dir)?;
+        let hash = workspace_hash(root);
+        for (pid, path) in presence_files(&dir, &hash) {
+            if !presence_is_live(pid, &path) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        let me = Process::of(std::process::id());
+        let path = dir.join(format!("{hash}.{}.editor", me.pid));
+        let body = serde_json::json!({ "pid": me.pid, "start": me.start, "root": root }).to_string();
+        let temporary = dir.join(format!(".{hash}.{}.editor.tmp", me.pid));
+        {
+            use std::io::Write;
+            let mut file =
+                std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&temporary)?;
+            file.write_all(body.as_bytes())?;
+        }
+        std::fs::rename(&temporary, &path)?;
+        Ok(Presence { path })
+    }
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The presence files for `hash` in `dir`: (pid from the name, path).
+fn presence_files(dir: &Path, hash: &str) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let pid = name.to_str()?.strip_prefix(hash)?.strip_prefix('.')?.strip_suffix(".editor")?.parse().ok()?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
+
+/// Whether the process a presence file names still runs (the same process: its start time,
+/// when recorded, matches).
+fn presence_is_live(pid: u32, path: &Path) -> bool {
+    let recorded = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v.get("start").and_then(Value::as_u64));
+    Process { pid, start: recorded }.is_alive()
+}
+
+/// The pids of the live `filepuff lsp` processes (other than this one) announced for `root`.
+pub fn running_editors(root: &Path) -> Vec<u32> {
+    let dir = runtime_dir();
+    if !is_private_dir(&dir) {
+        return Vec::new();
+    }
+    let me = std::process::id();
+    let mut pids: Vec<u32> = presence_files(&dir, &workspace_hash(root))
+        .into_iter()
+        .filter(|(pid, path)| *pid != me && presence_is_live(*pid, path))
+        .map(|(pid, _)| pid)
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Tells a standalone MCP server whether an editor runs for its root without serving it, so
+/// every result can say it comes from the disk ([`DiskNotice::note`]).
+#[derive(Debug, Clone)]
+pub struct DiskNotice {
+    root: PathBuf,
+    /// Why this MCP server serves from disk, for the note (e.g. "filepuff mcp runs with
+    /// --standalone").
+    reason: String,
+}
+
+impl DiskNotice {
+    /// A notice for the MCP server of `root`, which is not attached because of `reason`.
+    pub fn new(root: &Path, reason: impl Into<String>) -> DiskNotice {
+        DiskNotice { root: root.to_path_buf(), reason: reason.into() }
+    }
+
+    /// The note for a tool result, when a `filepuff lsp` runs for the root (checked now: a
+    /// directory listing and a `/proc` read per live editor); `None` when none runs.
+    pub fn note(&self) -> Option<String> {
+        let pids = running_editors(&self.root);
+        let listed: Vec<String> = pids.iter().map(u32::to_string).collect();
+        let (first, more) = listed.split_first()?;
+        let who = if more.is_empty() { format!("pid {first}") } else { format!("pids {}", listed.join(", ")) };
+        Some(format!(
+            "served from the files on disk: an editor's filepuff lsp ({who}) runs for this workspace, but this \
+             agent is not attached to it ({}), so the editor's unsaved buffers are not visible here",
+            self.reason
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    use crate::attach::{private_dir, process_start};
+
+    #[test]
+    fn presence_files_are_found_by_hash_and_dropped_with_the_session() {
+        let root = tempfile::tempdir().unwrap();
+        let hash = workspace_hash(root.path());
+        let presence = Presence::announce(root.path()).unwrap();
+        let dir = runtime_dir();
+        assert_eq!(presence_files(&dir, &hash), vec![(std::process::id(), presence.path.clone())]);
+        let mode = std::fs::metadata(&presence.path).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // This process's own file does not count as an editor for it.
+        assert!(running_editors(root.path()).is_empty());
+        // A file left by a dead process is ignored, then removed by the next announcement.
+        let stale = dir.join(format!("{hash}.{}.editor", u32::MAX - 1));
+        std::fs::write(&stale, r#"{"pid":4294967294,"start":1}"#).unwrap();
+        assert!(running_editors(root.path()).is_empty());
+        drop(presence);
+        assert!(presence_files(&dir, &hash).iter().all(|(pid, _)| *pid != std::process::id()));
+        let again = Presence::announce(root.path()).unwrap();
+        assert!(!stale.exists());
+        drop(again);
+    }
+
+    #[test]
+    fn the_notice_names_live_editors_only() {
+        let root = tempfile::tempdir().unwrap();
+        let notice = DiskNotice::new(root.path(), "filepuff mcp runs with --standalone");
+        assert_eq!(notice.note(), None);
+        // A live process of ours (the parent, e.g. cargo) announced for the root.
+        let parent = std::os::unix::process::parent_id();
+        let hash = workspace_hash(root.path());
+        let dir = runtime_dir();
+        private_dir(&dir).unwrap();
+        let path = dir.join(format!("{hash}.{parent}.editor"));
+        let start = process_start(parent).unwrap();
+        std::fs::write(&path, format!(r#"{{"pid":{parent},"start":{start}}}"#)).unwrap();
+        let note = notice.note();
+        std::fs::remove_file(&path).unwrap();
+        let note = note.expect("a live editor is named");
+        assert!(note.contains(&format!("pid {parent}")) && note.contains("--standalone"), "{note}");
+        assert!(note.contains("unsaved buffers are not visible"), "{note}");
+    }
+}
