@@ -489,8 +489,10 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
             let params: DidCloseTextDocumentParams =
                 serde_json::from_value(notification.params).map_err(parse_error)?;
             let id = id_of(&params.text_document.uri)?;
-            session.spellings.closed(&id);
-            engine.close_document(&id);
+            // The same file may be open under another spelling still: then it stays open.
+            if session.spellings.closed(&id, &params.text_document.uri) {
+                engine.close_document(&id);
+            }
         }
         method => {
             // Anything else goes to the servers of its document, or to every server.

@@ -38,9 +38,10 @@ pub(crate) struct Spellings {
 struct State {
     /// Editor URI (as sent) → document.
     resolved: HashMap<String, DocumentId>,
-    /// Canonical URI of an open document → the URI the editor opened it with.
-    opened: HashMap<String, Url>,
-    /// How many open documents the editor spells differently from their canonical URI.
+    /// Canonical URI of an open document → the URIs the editor opened it with, latest last (an
+    /// editor may open one file under two spellings; the document stays open until both close).
+    opened: HashMap<String, Vec<Url>>,
+    /// How many of those spellings differ from their document's canonical URI.
     respelt: usize,
 }
 
@@ -83,33 +84,43 @@ impl Spellings {
     pub(crate) fn opened(&self, id: &DocumentId, uri: &Url) {
         let canonical = id.uri();
         let mut state = self.state();
-        let respelt = canonical != *uri;
-        if let Some(previous) = state.opened.insert(canonical.as_str().to_owned(), uri.clone())
-            && previous != canonical
-        {
-            state.respelt -= 1;
+        let spellings = state.opened.entry(canonical.as_str().to_owned()).or_default();
+        if spellings.contains(uri) {
+            // Opened again under the same spelling (a reload): still one spelling.
+            spellings.retain(|known| known != uri);
+            spellings.push(uri.clone());
+            return;
         }
-        if respelt {
+        spellings.push(uri.clone());
+        if *uri != canonical {
             state.respelt += 1;
         }
     }
 
-    /// The editor closed `id`.
-    pub(crate) fn closed(&self, id: &DocumentId) {
+    /// The editor closed `id`'s spelling `uri`. Returns whether the document is closed now (no
+    /// other spelling of it is open in the editor).
+    pub(crate) fn closed(&self, id: &DocumentId, uri: &Url) -> bool {
         let canonical = id.uri();
         let mut state = self.state();
-        if let Some(previous) = state.opened.remove(canonical.as_str())
-            && previous != canonical
-        {
+        let Some(spellings) = state.opened.get_mut(canonical.as_str()) else { return true };
+        let before = spellings.len();
+        spellings.retain(|known| known != uri);
+        let removed = before != spellings.len();
+        let last = spellings.is_empty();
+        if last {
+            state.opened.remove(canonical.as_str());
+        }
+        if removed && *uri != canonical {
             state.respelt -= 1;
         }
+        last
     }
 
     /// The URI the editor knows `id` by: the one it opened it with, else the canonical URI
     /// spelt under the editor's root, else the canonical URI.
     pub(crate) fn editor_uri(&self, id: &DocumentId) -> Url {
         let canonical = id.uri();
-        if let Some(uri) = self.state().opened.get(canonical.as_str()) {
+        if let Some(uri) = self.state().opened.get(canonical.as_str()).and_then(|spellings| spellings.last()) {
             return uri.clone();
         }
         match self.respell_root(canonical.as_str()) {
@@ -145,7 +156,7 @@ impl Spellings {
             return;
         }
         walk(value, &mut |uri| {
-            if let Some(spelt) = self.state().opened.get(uri) {
+            if let Some(spelt) = self.state().opened.get(uri).and_then(|spellings| spellings.last().cloned()) {
                 return (spelt.as_str() != uri).then(|| spelt.to_string());
             }
             self.respell_root(uri)
@@ -228,7 +239,11 @@ mod tests {
         let mut diagnostics = serde_json::json!({ "uri": real_a, "diagnostics": [] });
         plain.to_editor(&mut diagnostics);
         assert_eq!(diagnostics["uri"], link_a.as_str());
-        plain.closed(&id);
+        // The same file open under both spellings stays open until both close.
+        plain.opened(&id, &real_a);
+        assert_eq!(plain.editor_uri(&id), real_a);
+        assert!(!plain.closed(&id, &link_a));
         assert!(plain.is_identity());
+        assert!(plain.closed(&id, &real_a));
     }
 }

@@ -199,3 +199,48 @@ def test_an_edit_the_editor_says_it_applied_but_never_changed_is_not_reported_ap
                                     "selector_text": "func main() {", "new_content": "\t// agent\n"})
     assert out["applied"] is False and "did not change" in out["editor_refused"], out
     assert session.ok("file_read", {"path": "main.go"})["content"] == editor.buffers[uri][1]
+
+
+def test_python_through_a_symlinked_root_and_a_reload_with_basedpyright(tmp_path, cleanup):
+    """The same with basedpyright: the editor's spelling through the link, an agent's read and
+    definition by the real path, and a re-sent didOpen whose new text the server answers on."""
+    need("basedpyright-langserver")
+    real = tmp_path / "real"
+    shutil.copytree(FIXTURES / "py", real)
+    link = tmp_path / "link"
+    os.symlink(real, link)
+    editor = Editor(link, tmp_path / "lsp.log")
+    cleanup.append(editor)
+    checkout = link / "shop" / "checkout.py"
+    disk = checkout.read_text()
+    uri = editor.open(checkout, "python", text=disk)
+    editor.buffers[uri] = [1, disk]
+    unsaved = disk.replace("    cart = Cart()\n", "    cart = Cart()  # unsaved\n")
+    editor.edit_buffer(uri, unsaved)
+    editor.wait_for(lambda: socket_path(link).exists(), 10, "the agent socket")
+    agent = McpSession(real.resolve(), tmp_path / "mcp.log").start()
+    cleanup.append(agent)
+    assert agent.ok("file_read", {"path": str(real.resolve() / "shop" / "checkout.py")})["content"] == unsaved
+    line = line_of(unsaved, "cart = Cart()") + 1
+    found = agent.ok("find_definition", {"file": "shop/checkout.py", "line": line, "symbol": "Cart"})
+    assert [d["file"] for d in found["definitions"]] == ["shop/cart.py"], found
+
+    at = {"line": line - 1, "character": unsaved.split("\n")[line - 1].index("Cart")}
+    answer = editor.wait_for(
+        lambda: editor.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": at}), 60,
+        "a definition")
+    location = answer[0] if isinstance(answer, list) else answer
+    assert location.get("uri", location.get("targetUri")) == (link / "shop" / "cart.py").as_uri(), location
+
+    # A reload without didClose: the server answers on the new text.
+    reloaded = unsaved + "\n\ndef extra() -> int:\n    return 1\n\n\nvalue = extra()\n"
+    editor.open(checkout, "python", text=reloaded, version=1)
+    editor.buffers[uri] = [1, reloaded]
+    call = line_of(reloaded, "value = extra()")
+    answer = editor.wait_for(
+        lambda: editor.request("textDocument/definition",
+                               {"textDocument": {"uri": uri}, "position": {"line": call, "character": 9}}),
+        60, "a definition of extra from the reloaded text")
+    location = answer[0] if isinstance(answer, list) else answer
+    target = location.get("range", location.get("targetSelectionRange"))
+    assert location.get("uri", location.get("targetUri")) == uri and target["start"]["line"] == line_of(reloaded, "def extra(")
