@@ -1355,7 +1355,7 @@ mod tests {
             disabled: false,
             position_encoding: None,
         };
-        let Some(python) = crate::backends::find_program("python3") else { return };
+        let Some(python) = crate::backends::test_program("python3") else { return };
         let client = LspClient::start(&spec, &python, dir.path(), Duration::from_secs(10), &StartOptions::default())
             .await
             .unwrap();

@@ -216,6 +216,22 @@ pub fn find_program(command: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join(command)).find(|candidate| is_executable(candidate))
 }
 
+/// For tests that need a real program (a language server, python3 for the fake one): the
+/// program, or `None` with the reason printed — and a panic when `FILEPUFF_CI` is set, so CI
+/// cannot pass by silently testing less.
+#[cfg(test)]
+pub(crate) fn test_program(command: &str) -> Option<PathBuf> {
+    let found = find_program(command);
+    if found.is_none() {
+        assert!(
+            std::env::var_os("FILEPUFF_CI").is_none(),
+            "FILEPUFF_CI is set and {command} is not on PATH (scripts/install-language-servers)"
+        );
+        eprintln!("skipped: {command} is not on PATH (scripts/install-language-servers)");
+    }
+    found
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -889,8 +889,7 @@ mod tests {
 
     #[test]
     fn killed_server_restarts_and_sees_unsaved_buffers() {
-        if crate::backends::find_program("gopls").is_none() {
-            eprintln!("skipped: gopls is not on PATH");
+        if crate::backends::test_program("gopls").is_none() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

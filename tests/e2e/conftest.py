@@ -8,6 +8,9 @@ so the tests themselves stay plain synchronous functions.
 Environment:
     FILEPUFF_BIN  the filepuff binary (default: <repo>/target/debug/filepuff)
     GOROOT        Go's root (default: `go env GOROOT`); the Go tests skip without one
+    FILEPUFF_CI   set (by .ci/run): a test skipped because something it needs is missing — a
+                  language server, Neovim, a corpus — fails instead, so CI cannot go green by
+                  silently testing less
 """
 
 from __future__ import annotations
@@ -32,6 +35,21 @@ import mcp.types as types
 
 REPO = Path(__file__).resolve().parents[2]
 CALL_TIMEOUT = 60.0
+
+# Skip reasons that mean "something the test needs is missing" (not "this case does not apply").
+MISSING = ("not installed", "is not available", "are not available", "no Go toolchain")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under FILEPUFF_CI, a skip for a missing program or corpus is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("FILEPUFF_CI") and report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if any(marker in reason for marker in MISSING):
+            report.outcome = "failed"
+            report.longrepr = f"FILEPUFF_CI is set and the test was skipped: {reason}"
 
 
 def filepuff_binary() -> Path:
