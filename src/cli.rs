@@ -426,7 +426,8 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Rename(args) => match position_params(&args.position) {
             Ok(position) => {
-                let params = tools::RenameSymbolParams { position, new_name: args.new_name, apply: args.apply };
+                let params =
+                    tools::RenameSymbolParams { position, new_name: args.new_name, apply: args.apply, confirm: false };
                 finish(tools::rename_symbol(&engine, params), args.position.json, tools::render::rename_symbol)
             }
             Err(err) => report_error(&err, args.position.json),
@@ -557,6 +558,8 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
         selector_text: args.text,
         selector_pattern: args.pattern,
         expected_hash: args.expected_hash,
+        // The CLI runs an Engine of its own, without an editor to ask.
+        confirm: None,
         diagnostics: args.diagnostics.then_some(true),
     };
     let result = if args.dry_run { tools::edit_preview(engine, params) } else { tools::edit_apply(engine, params) };

@@ -24,6 +24,21 @@ use crate::documents::{ByteEdit, Language};
 use crate::edits::write::{LockedFile, WriteError};
 use crate::workspace::DocumentId;
 
+/// Whether the person approves an edit before it lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// It lands as the module documentation says (an edit of an open document is an ordinary,
+    /// undoable edit in the editor).
+    Direct,
+    /// Every file of it goes to the editor as one `WorkspaceEdit` whose change annotation needs
+    /// the person's confirmation (LSP 3.16 `ChangeAnnotation.needsConfirmation`; VS Code shows
+    /// its refactor preview, the Neovim plugin a diff and a question); it lands — in the
+    /// editor's buffers, and on disk with `[lsp] save_agent_edits` — only if they accept.
+    /// Without an editor that supports change annotations it is refused, never applied
+    /// unconfirmed.
+    Confirm,
+}
+
 /// What an edit was computed on.
 #[derive(Debug)]
 pub enum Base {
@@ -155,7 +170,7 @@ impl Engine {
     /// history. Blocks (file locks, the editor's answer): call it from a tool's thread.
     ///
     /// Errors: [`CommitError`]; a refusal by the editor is `Ok(CommitOutcome::Refused)`.
-    pub fn commit(&self, label: &str, edits: Vec<FileEdit>) -> Result<CommitOutcome, CommitError> {
+    pub fn commit(&self, label: &str, edits: Vec<FileEdit>, approval: Approval) -> Result<CommitOutcome, CommitError> {
         let max_bytes = self.workspace.config().limits.max_file_bytes;
         // The new text of every file, checked against its base first.
         let mut new_texts = Vec::with_capacity(edits.len());
@@ -173,8 +188,10 @@ impl Engine {
                 Base::Buffer { version, text } => {
                     buffers.push((index, file.id, file.shown, version, text, file.edits));
                 }
-                Base::Disk { text } => disk.push((index, file.id, file.shown, None, text)),
-                Base::Locked { file: lock, text } => disk.push((index, file.id, file.shown, Some(lock), text)),
+                Base::Disk { text } => disk.push((index, file.id, file.shown, None, text, file.edits)),
+                Base::Locked { file: lock, text } => {
+                    disk.push((index, file.id, file.shown, Some(lock), text, file.edits));
+                }
             }
         }
 
@@ -182,7 +199,7 @@ impl Engine {
         // staged.
         disk.sort_by(|a, b| a.1.cmp(&b.1));
         let mut staged = Vec::with_capacity(disk.len());
-        for (index, id, shown, lock, text) in disk {
+        for (index, id, shown, lock, text, edits) in disk {
             if self.documents.is_open(&id) {
                 // Opened in the editor since it was read: its buffer is the truth now.
                 let current = self.documents.get(&id).map(|d| d.version);
@@ -200,7 +217,7 @@ impl Engine {
                 }
             };
             let temp = lock.stage(new_texts[index].as_bytes()).map_err(write)?;
-            staged.push((index, id, shown, lock, temp));
+            staged.push(Staged { index, id, shown, lock, temp, text, edits });
         }
 
         // Open documents: still at the version read?
@@ -211,6 +228,10 @@ impl Engine {
             }
         }
 
+        if approval == Approval::Confirm {
+            return self.commit_confirmed(label, buffers, staged, &new_texts);
+        }
+
         if !buffers.is_empty() {
             match self.editor() {
                 Some(editor) => {
@@ -218,7 +239,7 @@ impl Engine {
                         .iter()
                         .map(|(_, id, _, version, text, edits)| BufferEdit {
                             id: id.clone(),
-                            version: *version,
+                            version: Some(*version),
                             before: text.clone(),
                             edits: edits.clone(),
                         })
@@ -226,7 +247,7 @@ impl Engine {
                     let shown = buffers.iter().map(|b| b.2.as_str()).collect::<Vec<_>>().join(", ");
                     // Before any disk file is renamed into place: a refusal leaves everything
                     // as it was (the staged files are dropped).
-                    match editor.apply(label, &request) {
+                    match editor.apply(label, &request, Approval::Direct) {
                         Err(message) => return Err(CommitError::EditorUnavailable { shown, message }),
                         Ok(EditorAnswer::Refused { reason }) => {
                             return Ok(CommitOutcome::Refused {
@@ -264,7 +285,7 @@ impl Engine {
             }
         }
 
-        for (index, id, shown, lock, temp) in staged {
+        for Staged { index, id, shown, lock, temp, .. } in staged {
             lock.commit(temp).map_err(|source| CommitError::Write { shown, source })?;
             drop(lock);
             if let Some(language) = Language::from_path(id.path()) {
@@ -273,6 +294,77 @@ impl Engine {
             landings[index] = Some(Landing::Disk);
         }
         Ok(CommitOutcome::Applied(landings.into_iter().map(|l| l.unwrap_or(Landing::Disk)).collect()))
+    }
+}
+
+/// A disk file of a commit, checked and staged, under its lock.
+struct Staged {
+    index: usize,
+    id: DocumentId,
+    shown: String,
+    lock: LockedFile,
+    temp: tempfile::NamedTempFile,
+    /// The text the edits were computed on (checked unchanged under the lock).
+    text: String,
+    edits: Vec<ByteEdit>,
+}
+
+/// An open document's part of a commit: (index, id, shown, version read, text read, edits).
+type BufferPart = (usize, DocumentId, String, i32, Rope, Vec<ByteEdit>);
+
+impl Engine {
+    /// The [`Approval::Confirm`] part of [`Engine::commit`]: every file (checked already; the
+    /// disk ones under their locks) goes to the editor in one annotated edit. The locks are
+    /// released before the person decides (which can take minutes): once they accept, the
+    /// editor's buffers hold the result (and the disk too with `[lsp] save_agent_edits`).
+    fn commit_confirmed(
+        &self,
+        label: &str,
+        buffers: Vec<BufferPart>,
+        staged: Vec<Staged>,
+        new_texts: &[String],
+    ) -> Result<CommitOutcome, CommitError> {
+        let max_bytes = self.workspace.config().limits.max_file_bytes;
+        let all: Vec<&str> =
+            buffers.iter().map(|b| b.2.as_str()).chain(staged.iter().map(|s| s.shown.as_str())).collect();
+        let Some(editor) = self.editor() else {
+            return Err(CommitError::EditorUnavailable {
+                shown: all.join(", "),
+                message: "no editor is attached: confirm asks the person in the editor behind filepuff lsp".to_owned(),
+            });
+        };
+        let shown = all.join(", ");
+        let mut files: Vec<(usize, DocumentId, String)> = Vec::new();
+        let mut request = Vec::new();
+        for (index, id, file, version, text, edits) in buffers {
+            request.push(BufferEdit { id: id.clone(), version: Some(version), before: text, edits });
+            files.push((index, id, file));
+        }
+        for Staged { index, id, shown, lock, temp, text, edits } in staged {
+            drop((temp, lock));
+            request.push(BufferEdit { id: id.clone(), version: None, before: Rope::from_str(&text), edits });
+            files.push((index, id, shown));
+        }
+        match editor.apply(label, &request, Approval::Confirm) {
+            Err(message) => return Err(CommitError::EditorUnavailable { shown, message }),
+            Ok(EditorAnswer::Refused { reason }) => {
+                return Ok(CommitOutcome::Refused {
+                    reason: reason.unwrap_or_else(|| "the person declined the edit".to_owned()),
+                });
+            }
+            Ok(EditorAnswer::Applied) => {}
+        }
+        let save = self.workspace.config().lsp.save_agent_edits;
+        let mut landings = vec![Landing::Disk; new_texts.len()];
+        for (index, id, file) in files {
+            if save {
+                save_text(id.path(), &new_texts[index], max_bytes)
+                    .map_err(|source| CommitError::Write { shown: file, source })?;
+            }
+            let version = self.documents.get(&id).map(|d| d.version);
+            landings[index] = Landing::Editor { version, saved: save };
+        }
+        Ok(CommitOutcome::Applied(landings))
     }
 }
 

@@ -23,7 +23,7 @@ use crate::index::FileIndex;
 use crate::search::SearchError;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
-pub use commit::{Base, CommitError, CommitOutcome, FileEdit, Landing};
+pub use commit::{Approval, Base, CommitError, CommitOutcome, FileEdit, Landing};
 
 /// Parse trees kept in the syntax cache.
 const SYNTAX_CACHE_CAPACITY: usize = 512;
@@ -43,12 +43,14 @@ pub struct Engine {
     editor: std::sync::OnceLock<Arc<dyn Editor>>,
 }
 
-/// Changes to one open document, for [`Editor::apply`].
+/// Changes to one document, for [`Editor::apply`].
 #[derive(Debug, Clone)]
 pub struct BufferEdit {
     pub id: DocumentId,
-    /// The editor's version the edits were computed on.
-    pub version: i32,
+    /// The editor's version the edits were computed on; `None` for a file the editor does not
+    /// have open (only with [`Approval::Confirm`], where every file of an edit goes to the
+    /// person; LSP `OptionalVersionedTextDocumentIdentifier` with a null version).
+    pub version: Option<i32>,
     /// The text at that version (the edits' byte ranges are into it).
     pub before: ropey::Rope,
     /// Non-overlapping byte ranges of `before` and their new text (LSP `TextEdit`s of one
@@ -89,7 +91,26 @@ pub trait Editor: Send + Sync + std::fmt::Debug {
     ///
     /// Errors: the editor cannot apply edits (no `workspace.applyEdit` capability), is gone,
     /// or did not answer in time — nothing was changed by filepuff.
-    fn apply(&self, label: &str, edits: &[BufferEdit]) -> Result<EditorAnswer, String>;
+    ///
+    /// With [`Approval::Confirm`] the edit carries a change annotation with `needsConfirmation`
+    /// (LSP 3.16 "ChangeAnnotation"): the editor shows it to the person, who accepts or declines
+    /// it (a decline is [`EditorAnswer::Refused`]). Errors then also: the editor does not declare
+    /// `workspace.workspaceEdit.changeAnnotationSupport` — never an unconfirmed edit.
+    fn apply(&self, label: &str, edits: &[BufferEdit], approval: Approval) -> Result<EditorAnswer, String>;
+
+    /// Shows a document to the person (`window/showDocument`, LSP 3.16), with `selection`
+    /// (byte offsets into `text`, the document's current text) selected, and focus when
+    /// `take_focus`. Returns whether the editor showed it. Blocks like [`Editor::apply`].
+    ///
+    /// Errors: the editor cannot show documents (no `window.showDocument.support`), is gone, or
+    /// did not answer in time.
+    fn show(
+        &self,
+        id: &DocumentId,
+        text: &ropey::Rope,
+        selection: Option<std::ops::Range<usize>>,
+        take_focus: bool,
+    ) -> Result<bool, String>;
 }
 
 impl Engine {

@@ -136,13 +136,23 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Apply an edit to a file (same selectors and operations as edit_preview). Code files are parsed before and after: an edit that introduces syntax errors is refused with their positions and the file stays byte-identical. The write is atomic (temp file, fsync, rename), keeps permissions, and holds an OS file lock so concurrent edits from several processes serialize. Pass expected_hash (content_hash from file_read, or a preview's old_hash) to refuse the edit if the file changed since. A file open in the editor is edited in its buffer. Returns the diff and the new content hash.",
+        description = "Apply an edit to a file (same selectors and operations as edit_preview). Code files are parsed before and after: an edit that introduces syntax errors is refused with their positions and the file stays byte-identical. The write is atomic (temp file, fsync, rename), keeps permissions, and holds an OS file lock so concurrent edits from several processes serialize. Pass expected_hash (content_hash from file_read, or a preview's old_hash) to refuse the edit if the file changed since. A file open in the editor is edited in its buffer (undoable there). confirm=true asks the person first: the edit goes to their editor as a change that needs confirmation, and the result's confirmation says accepted or declined. Returns the diff and the new content hash.",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         input_schema = schema_for_type::<EditParams>(),
         output_schema = schema_for_output::<EditOutput>()
     )]
     async fn edit_apply(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::edit_apply, tools::render::edit).await)
+    }
+
+    #[tool(
+        description = "Point the person at code: show a file in their editor (the one this agent is attached to through filepuff lsp), with lines/columns selected (1-based; columns in characters; end_column is just past the selection, default the end of end_line). Uses LSP window/showDocument; the result says whether the editor showed it. Without an attached editor this is an error (EDITOR_NOT_AVAILABLE): nothing is shown.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<tools::ShowInEditorParams>(),
+        output_schema = schema_for_output::<tools::ShowInEditorOutput>()
+    )]
+    async fn show_in_editor(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::show_in_editor, tools::render::show_in_editor).await)
     }
 
     #[tool(
@@ -524,6 +534,7 @@ mod tests {
                 "prepare_context",
                 "rename_symbol",
                 "search_code",
+                "show_in_editor",
                 "symbol_at",
                 "update_component",
                 "update_status",

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 use super::translate::Translator;
 use super::{Session, Shared, error, ready};
 use crate::backends::{ClientRef, LspClient, Upstream};
-use crate::engine::{BufferEdit, Editor, EditorAnswer};
+use crate::engine::{Approval, BufferEdit, Editor, EditorAnswer};
+use crate::workspace::DocumentId;
 
 /// One server's latest diagnostics for a document: the version they are for, and the list.
 type Published = (Option<i64>, Vec<Value>);
@@ -373,15 +374,41 @@ impl std::fmt::Debug for EditorLink {
 const EDITOR_ANSWER: std::time::Duration = std::time::Duration::from_secs(30);
 const EDITOR_DID_CHANGE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How long an agent's edit that needs the person's confirmation waits for their answer.
+const EDITOR_CONFIRM: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl EditorLink {
+    /// The editor's session, while it lasts.
+    fn shared(&self) -> Result<Arc<Shared>, String> {
+        self.0.upgrade().ok_or_else(|| "the editor session ended".to_owned())
+    }
+
+    /// Sends `method` to the editor and waits (blocking this tool thread) at most `limit`.
+    fn ask_editor(shared: &Shared, method: &str, params: Value, limit: std::time::Duration) -> Result<Value, String> {
+        let answer = shared.request_editor(method, params);
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| "no runtime to wait for the editor on")?;
+        runtime
+            .block_on(tokio::time::timeout(limit, answer))
+            .map_err(|_| format!("the editor did not answer {method} within {} s", limit.as_secs()))?
+            .map_err(|err| format!("the editor answered {method} with an error: {}", err.message))
+    }
+}
+
 impl Editor for EditorLink {
-    fn apply(&self, label: &str, edits: &[BufferEdit]) -> Result<EditorAnswer, String> {
-        let shared = self.0.upgrade().ok_or("the editor session ended")?;
+    fn apply(&self, label: &str, edits: &[BufferEdit], approval: Approval) -> Result<EditorAnswer, String> {
+        let shared = self.shared()?;
         let session = shared.ready_session().ok_or("the editor session is not initialized")?;
         let caps = &session.editor_capabilities;
         if caps.pointer("/workspace/applyEdit").and_then(Value::as_bool) != Some(true) {
             return Err("the editor does not support workspace/applyEdit".to_owned());
         }
         let versioned = caps.pointer("/workspace/workspaceEdit/documentChanges").and_then(Value::as_bool) == Some(true);
+        let confirm = approval == Approval::Confirm;
+        if confirm && !(versioned && caps.pointer("/workspace/workspaceEdit/changeAnnotationSupport").is_some()) {
+            return Err("the editor does not declare workspace.workspaceEdit.changeAnnotationSupport (with \
+                        documentChanges), so it cannot ask the person to confirm an edit; nothing was applied"
+                .to_owned());
+        }
         let mut document_changes = Vec::new();
         let mut changes = serde_json::Map::new();
         for edit in edits {
@@ -398,10 +425,14 @@ impl Editor for EditorLink {
                             crate::documents::position::offset_to_position(&edit.before, offset, session.encoding);
                         json!({ "line": p.line, "character": p.character })
                     };
-                    json!({
+                    let mut text_edit = json!({
                         "range": { "start": at(byte_edit.range.start), "end": at(byte_edit.range.end) },
                         "newText": byte_edit.text,
-                    })
+                    });
+                    if confirm {
+                        text_edit["annotationId"] = json!(ANNOTATION);
+                    }
+                    text_edit
                 })
                 .collect();
             if versioned {
@@ -413,23 +444,30 @@ impl Editor for EditorLink {
                 changes.insert(uri.to_string(), Value::Array(text_edits));
             }
         }
-        let edit =
+        let mut edit =
             if versioned { json!({ "documentChanges": document_changes }) } else { json!({ "changes": changes }) };
-        let answer = shared.request_editor("workspace/applyEdit", json!({ "label": label, "edit": edit }));
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| "no runtime to wait for the editor on")?;
-        let result = runtime
-            .block_on(tokio::time::timeout(EDITOR_ANSWER, answer))
-            .map_err(|_| format!("the editor did not answer workspace/applyEdit within {} s", EDITOR_ANSWER.as_secs()))?
-            .map_err(|err| format!("the editor answered workspace/applyEdit with an error: {}", err.message))?;
+        if confirm {
+            edit["changeAnnotations"] = json!({ ANNOTATION: {
+                "label": label,
+                "needsConfirmation": true,
+                "description": "proposed by an agent through filepuff",
+            }});
+        }
+        let limit = if confirm { EDITOR_CONFIRM } else { EDITOR_ANSWER };
+        let result = Self::ask_editor(&shared, "workspace/applyEdit", json!({ "label": label, "edit": edit }), limit)?;
         if result.get("applied").and_then(Value::as_bool) != Some(true) {
             let reason = result.get("failureReason").and_then(Value::as_str).map(str::to_owned);
             return Ok(EditorAnswer::Refused { reason });
         }
-        // The editor's didChange for each document brings the text here; wait for them (the
-        // store wakes us on each change) so the agent's next read sees its edit.
+        // The editor's didChange for each open document brings the text here; wait for them
+        // (the store wakes us on each change) so the agent's next read sees its edit.
         let documents = session.engine.documents();
         let arrived = documents.wait_until(EDITOR_DID_CHANGE, |store| {
-            edits.iter().all(|e| store.get(&e.id).is_none_or(|d| d.version != e.version))
+            edits.iter().all(|e| match e.version {
+                Some(version) => store.get(&e.id).is_none_or(|d| d.version != version),
+                // A file the editor did not have open: it opens it to apply the edit, if at all.
+                None => true,
+            })
         });
         if !arrived {
             // Neovim answers `applied: true` and drops an edit made against an older version of
@@ -447,4 +485,31 @@ impl Editor for EditorLink {
         }
         Ok(EditorAnswer::Applied)
     }
+
+    fn show(
+        &self,
+        id: &DocumentId,
+        text: &ropey::Rope,
+        selection: Option<std::ops::Range<usize>>,
+        take_focus: bool,
+    ) -> Result<bool, String> {
+        let shared = self.shared()?;
+        let session = shared.ready_session().ok_or("the editor session is not initialized")?;
+        if session.editor_capabilities.pointer("/window/showDocument/support").and_then(Value::as_bool) != Some(true) {
+            return Err("the editor does not support window/showDocument".to_owned());
+        }
+        let mut params = json!({ "uri": session.spellings.editor_uri(id), "takeFocus": take_focus });
+        if let Some(range) = selection {
+            let at = |offset| {
+                let (p, _) = crate::documents::position::offset_to_position(text, offset, session.encoding);
+                json!({ "line": p.line, "character": p.character })
+            };
+            params["selection"] = json!({ "start": at(range.start), "end": at(range.end) });
+        }
+        let result = Self::ask_editor(&shared, "window/showDocument", params, EDITOR_ANSWER)?;
+        Ok(result.get("success").and_then(Value::as_bool) == Some(true))
+    }
 }
+
+/// The change annotation an edit that needs confirmation carries.
+const ANNOTATION: &str = "filepuff/agent-edit";

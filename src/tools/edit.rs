@@ -13,7 +13,7 @@ use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::{self, ByteEdit, Language};
 use crate::edits::write::WriteError;
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
-use crate::engine::{CommitError, CommitOutcome, Engine, FileEdit, Landing};
+use crate::engine::{Approval, CommitError, CommitOutcome, Engine, FileEdit, Landing};
 use crate::tools::{DiagnosticInfo, file_diagnostics};
 
 /// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
@@ -50,6 +50,11 @@ pub struct EditParams {
     /// Refuse the edit unless the file's current content hash is this (`sha256:…`, from
     /// file_read or an earlier preview).
     pub expected_hash: Option<String>,
+    /// edit_apply: have the person confirm the edit in their editor first (the edit goes to the
+    /// editor behind `filepuff lsp` with a change annotation that needs confirmation, LSP 3.16);
+    /// the result's `confirmation` says `accepted` or `declined`. Needs an attached editor that
+    /// supports change annotations; otherwise an error, never an unconfirmed edit. Default false.
+    pub confirm: Option<bool>,
     /// edit_apply: ask the file's language server for diagnostics before and after the edit and
     /// split them into introduced and pre-existing (default: when a server for the file is
     /// already running; true starts one; false never asks).
@@ -93,6 +98,9 @@ pub struct EditOutput {
     /// The language server's view after an applied edit (see the `diagnostics` parameter).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<EditDiagnostics>,
+    /// With `confirm`: `accepted` or `declined` (then `editor_refused` holds the editor's reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<String>,
     /// Why the editor did not apply the edit, when the file is open in an editor behind
     /// `filepuff lsp` and it answered `applied: false` (then `applied` is false and nothing
     /// changed).
@@ -198,9 +206,15 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
         edits: vec![ByteEdit { range: planned.edit.range.clone(), text: planned.edit.new_text.clone() }],
     };
     let label = format!("filepuff: {} in {shown}", output.operation);
-    match engine.commit(&label, vec![edit]).map_err(commit_error)? {
-        CommitOutcome::Refused { reason } => output.editor_refused = Some(reason),
+    let confirm = params.confirm.unwrap_or(false);
+    let approval = if confirm { Approval::Confirm } else { Approval::Direct };
+    match engine.commit(&label, vec![edit], approval).map_err(commit_error)? {
+        CommitOutcome::Refused { reason } => {
+            output.editor_refused = Some(reason);
+            output.confirmation = confirm.then(|| "declined".to_owned());
+        }
         CommitOutcome::Applied(landings) => {
+            output.confirmation = confirm.then(|| "accepted".to_owned());
             let landing = landings.into_iter().next().unwrap_or(Landing::Disk);
             output.applied = true;
             output.written_to = Some(landing.name().to_owned());
@@ -351,6 +365,7 @@ fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit,
         lines_added: added,
         lines_removed: removed,
         diagnostics: None,
+        confirmation: None,
         editor_refused: None,
     }
 }
@@ -562,6 +577,7 @@ mod tests {
             selector_text: None,
             selector_pattern: None,
             expected_hash: None,
+            confirm: None,
             diagnostics: None,
         }
     }

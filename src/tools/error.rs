@@ -87,12 +87,13 @@ pub enum ErrorCode {
     IndexPathNotFound = 8010,
     IndexUnavailable = 8011,
     IndexQueryEmpty = 8012,
+    EditorNotAvailable = 8020,
     Internal = 9001,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 60] = [
+    pub const ALL: [ErrorCode; 61] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -152,6 +153,7 @@ impl ErrorCode {
         ErrorCode::IndexPathNotFound,
         ErrorCode::IndexUnavailable,
         ErrorCode::IndexQueryEmpty,
+        ErrorCode::EditorNotAvailable,
         ErrorCode::Internal,
     ];
 
@@ -222,6 +224,7 @@ impl ErrorCode {
             ErrorCode::IndexPathNotFound => "INDEX_PATH_NOT_FOUND",
             ErrorCode::IndexUnavailable => "INDEX_UNAVAILABLE",
             ErrorCode::IndexQueryEmpty => "INDEX_QUERY_EMPTY",
+            ErrorCode::EditorNotAvailable => "EDITOR_NOT_AVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
     }

@@ -16,6 +16,7 @@ pub mod local;
 mod lsp;
 mod navigation;
 mod rename;
+mod show;
 pub mod toolsets;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
@@ -32,6 +33,7 @@ pub use navigation::{
     WorkspaceSymbolsOutput, WorkspaceSymbolsParams, call_hierarchy, document_symbols, hover, workspace_symbols,
 };
 pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};
+pub use show::{ShowInEditorOutput, ShowInEditorParams, show_in_editor};
 
 /// Text renderers, one per tool, used for MCP text content and CLI human output.
 pub mod render {
@@ -49,6 +51,7 @@ pub mod render {
         render_workspace_symbols as workspace_symbols,
     };
     pub use super::rename::render_text as rename_symbol;
+    pub use super::show::render_text as show_in_editor;
 }
 
 /// `ping`: health check; always `"pong"`.

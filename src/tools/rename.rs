@@ -22,7 +22,7 @@ use super::lsp::{AnswerInfo, PositionParams, Target, request_timeout};
 use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{self, ByteEdit};
-use crate::engine::{Base, CommitOutcome, Engine, FileEdit};
+use crate::engine::{Approval, Base, CommitOutcome, Engine, FileEdit};
 use crate::workspace::DocumentId;
 
 /// Parameters of `rename_symbol`.
@@ -35,6 +35,12 @@ pub struct RenameSymbolParams {
     /// Write the change (default false: preview only).
     #[serde(default)]
     pub apply: bool,
+    /// With `apply`: have the person confirm the rename in their editor first (one edit with a
+    /// change annotation that needs confirmation, LSP 3.16, every file included); the result's
+    /// `confirmation` says `accepted` or `declined`. Needs an attached editor that supports
+    /// change annotations. Default false.
+    #[serde(default)]
+    pub confirm: bool,
 }
 
 /// Result of `rename_symbol`.
@@ -51,6 +57,9 @@ pub struct RenameSymbolOutput {
     /// file changed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub editor_refused: Option<String>,
+    /// With `confirm`: `accepted` or `declined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<String>,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -129,6 +138,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     let total_edits = planned.iter().map(|f| f.edits).sum();
     let mut applied = false;
     let mut editor_refused = None;
+    let mut confirmation = None;
     if params.apply && !planned.is_empty() {
         let commit: Vec<FileEdit> = planned
             .into_iter()
@@ -142,17 +152,22 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                 edits: file.byte_edits,
             })
             .collect();
-        match engine.commit("filepuff: rename", commit).map_err(super::edit::commit_error)? {
+        let approval = if params.confirm { Approval::Confirm } else { Approval::Direct };
+        match engine.commit("filepuff: rename", commit, approval).map_err(super::edit::commit_error)? {
             CommitOutcome::Applied(landings) => {
                 applied = true;
+                confirmation = params.confirm.then(|| "accepted".to_owned());
                 for (file, landing) in files.iter_mut().zip(landings) {
                     file.written_to = Some(landing.name().to_owned());
                 }
             }
-            CommitOutcome::Refused { reason } => editor_refused = Some(reason),
+            CommitOutcome::Refused { reason } => {
+                editor_refused = Some(reason);
+                confirmation = params.confirm.then(|| "declined".to_owned());
+            }
         }
     }
-    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, answer })
+    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, confirmation, answer })
 }
 
 /// The text edits of a WorkspaceEdit by document, in path order.

@@ -53,6 +53,7 @@ pub const TOOLS: &[(&str, Toolset)] = &[
     ("symbol_at", Toolset::Core),
     ("find_definition", Toolset::Core),
     ("find_references", Toolset::Core),
+    ("show_in_editor", Toolset::Core),
     ("hover", Toolset::Lsp),
     ("document_symbols", Toolset::Lsp),
     ("workspace_symbols", Toolset::Lsp),

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, Weak};
 use super::*;
 use crate::documents::{Encoding, Position, TextChange};
 use crate::engine::Editor;
-use crate::workspace::{Config, Workspace};
+use crate::workspace::{Config, DocumentId, Workspace};
 
 /// An editor that records what it is asked and answers as told; when it applies, it sends
 /// its `didChange` back through the Engine, as a real editor does.
@@ -14,11 +14,13 @@ struct FakeEditor {
     engine: Weak<Engine>,
     refuse: bool,
     asked: Mutex<Vec<(String, Vec<BufferEdit>)>>,
+    approvals: Mutex<Vec<Approval>>,
 }
 
 impl Editor for FakeEditor {
-    fn apply(&self, label: &str, edits: &[BufferEdit]) -> Result<EditorAnswer, String> {
+    fn apply(&self, label: &str, edits: &[BufferEdit], approval: Approval) -> Result<EditorAnswer, String> {
         self.asked.lock().unwrap().push((label.to_owned(), edits.to_vec()));
+        self.approvals.lock().unwrap().push(approval);
         if self.refuse {
             return Ok(EditorAnswer::Refused { reason: Some("the person said no".into()) });
         }
@@ -34,9 +36,24 @@ impl Editor for FakeEditor {
                 .iter()
                 .map(|e| TextChange { range: Some((at(e.range.start), at(e.range.end))), text: e.text.clone() })
                 .collect();
-            engine.change_document(&edit.id, edit.version + 1, Encoding::Utf8, &changes).map_err(|e| e.to_string())?;
+            match edit.version {
+                Some(version) => {
+                    engine
+                        .change_document(&edit.id, version + 1, Encoding::Utf8, &changes)
+                        .map_err(|e| e.to_string())?;
+                }
+                // A file the editor did not have open: it opens it, then applies the edit.
+                None => {
+                    engine.open_document(edit.id.clone(), "go".into(), 1, &edit.before.to_string());
+                    engine.change_document(&edit.id, 2, Encoding::Utf8, &changes).map_err(|e| e.to_string())?;
+                }
+            }
         }
         Ok(EditorAnswer::Applied)
+    }
+
+    fn show(&self, _: &DocumentId, _: &Rope, _: Option<std::ops::Range<usize>>, _: bool) -> Result<bool, String> {
+        Ok(true)
     }
 }
 
@@ -52,7 +69,12 @@ fn fixture(config: &str, editor: Option<bool>) -> (Fixture, Option<Arc<FakeEdito
     let config: Config = toml::from_str(config).unwrap();
     let engine = Arc::new(Engine::new(Workspace::with_config(dir.path(), config).unwrap()));
     let fake = editor.map(|refuse| {
-        let fake = Arc::new(FakeEditor { engine: Arc::downgrade(&engine), refuse, asked: Mutex::new(Vec::new()) });
+        let fake = Arc::new(FakeEditor {
+            engine: Arc::downgrade(&engine),
+            refuse,
+            asked: Mutex::new(Vec::new()),
+            approvals: Mutex::new(Vec::new()),
+        });
         engine.attach_editor(fake.clone());
         fake
     });
@@ -91,7 +113,7 @@ fn buffer(fx: &Fixture, file: &str) -> (String, i32) {
 #[test]
 fn without_an_editor_open_buffers_take_the_edit_and_the_disk_is_written() {
     let (fx, _) = fixture("", None);
-    let outcome = fx.engine.commit("rename", rename_a_and_b(&fx.engine)).unwrap();
+    let outcome = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Direct).unwrap();
     assert_eq!(outcome, CommitOutcome::Applied(vec![Landing::Buffer { version: 4 }, Landing::Disk]));
     assert_eq!(buffer(&fx, "open.go"), ("package a\n\n// unsaved\nfunc Renamed() {}\n".into(), 4));
     assert_eq!(read(&fx, "open.go"), "package a\n\nfunc A() {}\n", "the disk under a buffer is never written");
@@ -101,7 +123,7 @@ fn without_an_editor_open_buffers_take_the_edit_and_the_disk_is_written() {
 #[test]
 fn with_an_editor_open_documents_go_to_it_with_byte_edits_and_versions() {
     let (fx, editor) = fixture("", Some(false));
-    let outcome = fx.engine.commit("filepuff: rename", rename_a_and_b(&fx.engine)).unwrap();
+    let outcome = fx.engine.commit("filepuff: rename", rename_a_and_b(&fx.engine), Approval::Direct).unwrap();
     assert_eq!(
         outcome,
         CommitOutcome::Applied(vec![Landing::Editor { version: Some(4), saved: false }, Landing::Disk])
@@ -110,7 +132,7 @@ fn with_an_editor_open_documents_go_to_it_with_byte_edits_and_versions() {
     assert_eq!(asked.len(), 1);
     let (label, edits) = &asked[0];
     assert_eq!(label, "filepuff: rename");
-    assert_eq!((edits.len(), edits[0].version), (1, 3));
+    assert_eq!((edits.len(), edits[0].version), (1, Some(3)));
     assert_eq!(edits[0].edits, vec![ByteEdit { range: 27..28, text: "Renamed".into() }]);
     assert_eq!(buffer(&fx, "open.go"), ("package a\n\n// unsaved\nfunc Renamed() {}\n".into(), 4));
     assert_eq!(read(&fx, "open.go"), "package a\n\nfunc A() {}\n");
@@ -120,7 +142,7 @@ fn with_an_editor_open_documents_go_to_it_with_byte_edits_and_versions() {
 #[test]
 fn save_agent_edits_also_writes_what_the_editor_applied() {
     let (fx, _) = fixture("[lsp]\nsave_agent_edits = true\n", Some(false));
-    let outcome = fx.engine.commit("edit", rename_a_and_b(&fx.engine)).unwrap();
+    let outcome = fx.engine.commit("edit", rename_a_and_b(&fx.engine), Approval::Direct).unwrap();
     let CommitOutcome::Applied(landings) = outcome else { panic!("{outcome:?}") };
     assert_eq!(landings[0].name(), "editor+disk");
     assert_eq!(read(&fx, "open.go"), "package a\n\n// unsaved\nfunc Renamed() {}\n");
@@ -129,7 +151,7 @@ fn save_agent_edits_also_writes_what_the_editor_applied() {
 #[test]
 fn a_refusal_changes_nothing_anywhere() {
     let (fx, _) = fixture("[lsp]\nsave_agent_edits = true\n", Some(true));
-    let outcome = fx.engine.commit("edit", rename_a_and_b(&fx.engine)).unwrap();
+    let outcome = fx.engine.commit("edit", rename_a_and_b(&fx.engine), Approval::Direct).unwrap();
     assert_eq!(outcome, CommitOutcome::Refused { reason: "the person said no".into() });
     assert_eq!(buffer(&fx, "open.go").1, 3);
     assert_eq!(read(&fx, "open.go"), "package a\n\nfunc A() {}\n");
@@ -156,7 +178,7 @@ fn stale_bases_are_refused_before_anything_lands() {
         base,
         edits: vec![ByteEdit { range: 0..0, text: "// y\n".into() }],
     };
-    let err = fx.engine.commit("edit", vec![buffer_edit, stale]).unwrap_err();
+    let err = fx.engine.commit("edit", vec![buffer_edit, stale], Approval::Direct).unwrap_err();
     assert!(matches!(err, CommitError::Stale { .. }), "{err}");
     assert_eq!(buffer(&fx, "open.go").1, 3, "the buffer part did not land either");
 
@@ -165,7 +187,7 @@ fn stale_bases_are_refused_before_anything_lands() {
     let change = TextChange { range: Some((Position::default(), Position::default())), text: "x".into() };
     fx.engine.change_document(&open, 4, Encoding::Utf16, &[change]).unwrap();
     let moved = FileEdit { id: open, shown: "open.go".into(), base, edits: vec![] };
-    let err = fx.engine.commit("edit", vec![moved]).unwrap_err();
+    let err = fx.engine.commit("edit", vec![moved], Approval::Direct).unwrap_err();
     assert!(matches!(err, CommitError::BufferChanged { expected: Some(3), current: Some(4), .. }), "{err}");
 }
 
@@ -180,6 +202,35 @@ fn edits_that_do_not_fit_their_text_are_refused() {
         base,
         edits: vec![ByteEdit { range: 5..500, text: String::new() }],
     };
-    assert!(matches!(fx.engine.commit("edit", vec![edit]), Err(CommitError::InvalidEdit { .. })));
+    assert!(matches!(fx.engine.commit("edit", vec![edit], Approval::Direct), Err(CommitError::InvalidEdit { .. })));
+    assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
+}
+
+#[test]
+fn confirmed_edits_send_every_file_to_the_editor_and_land_only_when_accepted() {
+    // Accepted: both files went to the editor in one request (the disk one unversioned), and
+    // both land there; the disk is the editor's to save.
+    let (fx, editor) = fixture("", Some(false));
+    let outcome = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Confirm).unwrap();
+    let editor = editor.unwrap();
+    assert_eq!(*editor.approvals.lock().unwrap(), vec![Approval::Confirm]);
+    let asked = editor.asked.lock().unwrap().clone();
+    assert_eq!(asked[0].1.iter().map(|e| e.version).collect::<Vec<_>>(), vec![Some(3), None]);
+    let CommitOutcome::Applied(landings) = outcome else { panic!("{outcome:?}") };
+    assert!(landings.iter().all(|l| l.name() == "editor"), "{landings:?}");
+    assert_eq!(buffer(&fx, "disk.go").0, "package a\n\nfunc Renamed() {}\n");
+    assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
+
+    // Declined: nothing anywhere.
+    let (fx, _) = fixture("", Some(true));
+    let outcome = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Confirm).unwrap();
+    assert!(matches!(outcome, CommitOutcome::Refused { .. }));
+    assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
+    assert_eq!(buffer(&fx, "open.go").1, 3);
+
+    // Without an editor: refused as an error, never applied unconfirmed.
+    let (fx, _) = fixture("", None);
+    let err = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Confirm).unwrap_err();
+    assert!(matches!(err, CommitError::EditorUnavailable { .. }), "{err}");
     assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
 }
