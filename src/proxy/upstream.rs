@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::translate::Translator;
 use super::{Session, Shared, error, ready};
-use crate::backends::{ClientRef, LspClient, Upstream};
+use crate::backends::{BackendError, ClientRef, LspClient, Upstream};
 use crate::engine::{BufferEdit, Editor, EditorAnswer};
 
 /// One server's latest diagnostics for a document: the version they are for, and the list.
@@ -206,12 +206,24 @@ impl Upstream for EditorLink {
                         ),
                     );
                 }
+                // Said once, by `broken`, when the crash loop was detected.
+                Err(BackendError::Broken { .. }) => shared.send_status(),
                 Err(err) => shared.notify_editor(
                     "window/showMessage",
                     json!({ "type": 1, "message": format!("filepuff: {} exited and could not be restarted: {err}", client.name) }),
                 ),
             }
         });
+    }
+
+    fn broken(&self, _server: &str, _root: &std::path::Path, error: &BackendError) {
+        let Some(shared) = self.0.upgrade() else { return };
+        if shared.ready_session().is_none() {
+            return;
+        }
+        // An error message (LSP `MessageType` 1): the editor shows it once.
+        shared.notify_editor("window/showMessage", json!({ "type": 1, "message": format!("filepuff: {error}") }));
+        shared.send_status();
     }
 }
 
