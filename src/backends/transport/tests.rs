@@ -175,8 +175,13 @@ fn junk() -> impl Strategy<Value = Vec<u8>> {
         .prop_filter("no header", |line| find_ascii_case_insensitive(line, CONTENT_LENGTH).is_none())
 }
 
+/// `default` cases, or `PROPTEST_CASES` for a longer run.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases(256)))]
 
     /// Well-formed frames come out whole and in order, however the bytes are cut.
     #[test]

@@ -202,8 +202,13 @@ fn message() -> impl Strategy<Value = String> {
     ]
 }
 
+/// `default` cases, or `PROPTEST_CASES` for a longer run.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(cases(512)))]
 
     /// Whatever the guard passes to the main loop (a message, or the error response that
     /// replaces a malformed one), async-lsp decodes: no message ends the session.

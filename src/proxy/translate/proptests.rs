@@ -207,8 +207,13 @@ fn encode_tokens(doc: &Doc, tokens: &[Token], encoding: Encoding) -> Value {
     json!({ "data": data })
 }
 
+/// `default` cases, or `PROPTEST_CASES` for a longer run.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases(256)))]
 
     /// Translating a tree of LSP shapes from one encoding gives exactly the tree rendered in
     /// the other; opaque values stay as they were.
