@@ -576,7 +576,9 @@ impl LspClient {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 mainloop.abort();
-                return Err(start_failed(format!("initialize failed: {err}")));
+                // When filepuff stopped reading the server (a frame over the limits), say why.
+                let reason = exit_reason.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                return Err(start_failed(format!("initialize failed: {}", reason.unwrap_or_else(|| err.to_string()))));
             }
             Err(_) => {
                 mainloop.abort();

@@ -218,12 +218,24 @@ impl Upstream for EditorLink {
 
     fn broken(&self, _server: &str, _root: &std::path::Path, error: &BackendError) {
         let Some(shared) = self.0.upgrade() else { return };
-        if shared.ready_session().is_none() {
+        let Some(session) = shared.session.get() else { return };
+        // An error message (LSP `MessageType` 1): the editor shows it once, after its
+        // `initialize` answer.
+        let message = json!({ "type": 1, "message": format!("filepuff: {error}") });
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            shared.notify_editor("window/showMessage", message);
             return;
-        }
-        // An error message (LSP `MessageType` 1): the editor shows it once.
-        shared.notify_editor("window/showMessage", json!({ "type": 1, "message": format!("filepuff: {error}") }));
-        shared.send_status();
+        };
+        let mut ready = session.ready.subscribe();
+        let weak = self.0.clone();
+        runtime.spawn(async move {
+            if ready.wait_for(|r| *r).await.is_ok()
+                && let Some(shared) = weak.upgrade()
+            {
+                shared.notify_editor("window/showMessage", message);
+                shared.send_status();
+            }
+        });
     }
 }
 

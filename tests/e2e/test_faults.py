@@ -162,6 +162,7 @@ def test_huge_declared_frame_from_a_server_is_a_typed_error_not_an_abort(tmp_pat
     error = assert_typed_server_error(face.name, peer.definition(), {4004})
     assert "Content-Length" in error["message"] or "Content-Length" in json.dumps(error), error
     assert peer.alive()
+    print(f"{face.name}: Content-Length 99999999999: peak RSS {peak_rss_mb(peer.pid):.0f} MiB")
     assert peak_rss_mb(peer.pid) < MEMORY_LIMIT_MB
 
 
@@ -171,6 +172,7 @@ def test_output_without_a_line_break_keeps_memory_bounded(tmp_path, face):
     peer = face(root)
     assert_typed_server_error(face.name, peer.definition(), {4004})
     assert peer.alive()
+    print(f"{face.name}: 300 MB without a line break: peak RSS {peak_rss_mb(peer.pid):.0f} MiB")
     assert peak_rss_mb(peer.pid) < MEMORY_LIMIT_MB, f"peak RSS {peak_rss_mb(peer.pid):.0f} MiB"
 
 
@@ -193,6 +195,7 @@ def test_crash_loop_is_held_to_ten_starts_in_30_s_then_broken(tmp_path, face):
                 broken = error
     assert broken is not None, f"not reported broken after {len(starts(log))} starts"
     count = len(starts(log))
+    print(f"{face.name}: crash loop: {count} starts in {max(starts(log)) - min(starts(log)):.1f} s, then broken")
     assert 2 <= count <= 10 and most_in_window(starts(log)) <= 10
     # Broken until the cool-down: no more starts, requests fail at once with a typed error.
     time.sleep(2)
