@@ -114,6 +114,7 @@ impl StartHistory {
 /// A server reported broken (see [`BackendError::Broken`]), for `filepuff/status`.
 #[derive(Debug, Clone)]
 pub struct BrokenServer {
+    /// The server's name (`gopls`, `[servers.NAME]`).
     pub name: String,
     /// The project root it was started in.
     pub root: PathBuf,
