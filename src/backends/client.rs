@@ -40,10 +40,10 @@ use lsp_types::{
 };
 use ropey::Rope;
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tower::ServiceBuilder;
 
+use super::transport::{BoundedReader, FrameLimits};
 use super::{BackendError, ServerSpec};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{AppliedChange, DocumentChange};
@@ -124,6 +124,23 @@ enum ClangdFileStatus {}
 impl lsp_types::notification::Notification for ClangdFileStatus {
     type Params = Value;
     const METHOD: &'static str = "textDocument/clangd.fileStatus";
+}
+
+/// A server notification taken as raw JSON: async-lsp's router ends the main loop when a
+/// typed notification's params do not decode, and one malformed `$/progress` must not stop a
+/// server. [`decode`] logs and skips it instead.
+struct Lenient<N>(std::marker::PhantomData<N>);
+
+impl<N: lsp_types::notification::Notification + 'static> lsp_types::notification::Notification for Lenient<N> {
+    type Params = Value;
+    const METHOD: &'static str = N::METHOD;
+}
+
+/// The params of notification `N`, or `None` (logged) when the server sent them malformed.
+fn decode<N: lsp_types::notification::Notification>(params: Value) -> Option<N::Params> {
+    serde_json::from_value(params)
+        .map_err(|err| tracing::warn!("skipped a malformed {} from a server: {err}", N::METHOD))
+        .ok()
 }
 
 impl Shared {
@@ -231,7 +248,11 @@ pub struct LspClient {
     exited: tokio::sync::watch::Receiver<bool>,
     /// Unique among the clients of this process (restarts get a new one).
     pub serial: u64,
-    child: Mutex<Option<tokio::process::Child>>,
+    /// Shared with the main loop's task, which kills the process when the loop ends.
+    child: Arc<Mutex<Option<tokio::process::Child>>>,
+    /// Why the main loop ended, when it ended with an error (a frame over the limits, a
+    /// message async-lsp could not decode, the pipe failing).
+    exit_reason: Arc<Mutex<Option<String>>>,
     /// Process id, for tests and `doctor`.
     pub pid: Option<u32>,
     pub started: Instant,
@@ -330,6 +351,9 @@ pub struct StartOptions {
     pub editor_capabilities: Option<Value>,
     /// Where server→client traffic goes besides the client's own bookkeeping.
     pub upstream: Option<Arc<dyn super::Upstream>>,
+    /// Bounds on the server's frames (`[lsp] max_message_bytes`, `max_header_bytes`): a frame
+    /// over them stops the server, which is then treated as crashed.
+    pub limits: FrameLimits,
 }
 
 /// Who sent a server→client message, for the [`super::Upstream`].
@@ -370,15 +394,13 @@ impl LspClient {
         let pid = child.id();
         let stdout = child.stdout.take().ok_or_else(|| start_failed("no stdout".to_owned()))?;
         let stdin = child.stdin.take().ok_or_else(|| start_failed("no stdin".to_owned()))?;
+
         if let Some(stderr) = child.stderr.take() {
             let name = spec.name.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %name, "stderr: {line}");
-                }
-            });
+            tokio::spawn(log_stderr(stderr, name));
         }
+        let child = Arc::new(Mutex::new(Some(child)));
+        let exit_reason = Arc::new(Mutex::new(None));
 
         let root_uri =
             Url::from_directory_path(root).map_err(|()| start_failed(format!("bad root {}", root.display())))?;
@@ -444,9 +466,10 @@ impl LspClient {
                         })
                     }
                 })
-                .notification::<Progress>({
+                .notification::<Lenient<Progress>>({
                     let up = up.clone();
                     move |state, params| {
+                        let Some(params) = decode::<Progress>(params) else { return ControlFlow::Continue(()) };
                         let token = match &params.token {
                             NumberOrString::Number(n) => n.to_string(),
                             NumberOrString::String(s) => s.clone(),
@@ -471,9 +494,12 @@ impl LspClient {
                         ControlFlow::Continue(())
                     }
                 })
-                .notification::<PublishDiagnostics>({
+                .notification::<Lenient<PublishDiagnostics>>({
                     let up = up.clone();
                     move |state, params| {
+                        let Some(params) = decode::<PublishDiagnostics>(params) else {
+                            return ControlFlow::Continue(());
+                        };
                         up.notify::<PublishDiagnostics>(&params);
                         lock(state)
                             .diagnostics
@@ -501,17 +527,19 @@ impl LspClient {
                     shared.signal.bump();
                     ControlFlow::Continue(())
                 })
-                .notification::<LogMessage>({
+                .notification::<Lenient<LogMessage>>({
                     let up = up.clone();
                     move |_, params| {
+                        let Some(params) = decode::<LogMessage>(params) else { return ControlFlow::Continue(()) };
                         tracing::debug!("server log: {}", params.message);
                         up.notify::<LogMessage>(&params);
                         ControlFlow::Continue(())
                     }
                 })
-                .notification::<ShowMessage>({
+                .notification::<Lenient<ShowMessage>>({
                     let up = up.clone();
                     move |_, params| {
+                        let Some(params) = decode::<ShowMessage>(params) else { return ControlFlow::Continue(()) };
                         tracing::info!("server message: {}", params.message);
                         up.notify::<ShowMessage>(&params);
                         ControlFlow::Continue(())
@@ -537,9 +565,22 @@ impl LspClient {
             ServiceBuilder::new().layer(CatchUnwindLayer::default()).layer(ConcurrencyLayer::default()).service(router)
         });
         let (exited_tx, exited) = tokio::sync::watch::channel(false);
+        // The server's output reaches async-lsp only as whole frames within the limits.
+        let output = BoundedReader::new(stdout, options.limits, &spec.name);
+        let (loop_child, loop_reason) = (child.clone(), exit_reason.clone());
         let mainloop = tokio::spawn(async move {
-            if let Err(err) = mainloop.run_buffered(stdout.compat(), stdin.compat_write()).await {
-                tracing::debug!(server = %server_name, "main loop ended: {err}");
+            if let Err(err) = mainloop.run_buffered(output.compat(), stdin.compat_write()).await {
+                let reason = match err {
+                    async_lsp::Error::Io(err) => err.to_string(),
+                    async_lsp::Error::Eof => "it closed its output".to_owned(),
+                    other => format!("it sent a message filepuff cannot read ({other})"),
+                };
+                tracing::warn!(server = %server_name, "stopped reading the server: {reason}");
+                *loop_reason.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+            }
+            // A server whose output is no longer read is of no use: end it now.
+            if let Some(child) = loop_child.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                let _ = child.start_kill();
             }
             let _ = exited_tx.send(true);
         });
@@ -580,7 +621,9 @@ impl LspClient {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 mainloop.abort();
-                return Err(start_failed(format!("initialize failed: {err}")));
+                // When filepuff stopped reading the server (a frame over the limits), say why.
+                let reason = exit_reason.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                return Err(start_failed(format!("initialize failed: {}", reason.unwrap_or_else(|| err.to_string()))));
             }
             Err(_) => {
                 mainloop.abort();
@@ -619,7 +662,8 @@ impl LspClient {
             mainloop,
             exited,
             serial,
-            child: Mutex::new(Some(child)),
+            child,
+            exit_reason,
             pid,
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
@@ -634,7 +678,17 @@ impl LspClient {
     }
 
     fn crashed(&self, err: async_lsp::Error) -> BackendError {
-        BackendError::Crashed { server: self.name.clone(), message: err.to_string() }
+        BackendError::Crashed {
+            server: self.name.clone(),
+            message: self.exit_reason().unwrap_or_else(|| err.to_string()),
+        }
+    }
+
+    /// Why the server's main loop ended, when it ended with an error: a frame over the limits
+    /// ("language server X sent a header line over 65536 bytes …"), a message async-lsp could
+    /// not decode, the pipe failing. `None` while it runs, or after a clean exit.
+    pub fn exit_reason(&self) -> Option<String> {
+        self.exit_reason.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Becomes true (or closes) when the main loop ends: the process exited, closed its
@@ -938,7 +992,7 @@ impl LspClient {
             Err(async_lsp::Error::Response(err)) => {
                 Err(BackendError::Server { server: self.name.clone(), method: R::METHOD, message: err.message })
             }
-            Err(err) => Err(BackendError::Crashed { server: self.name.clone(), message: err.to_string() }),
+            Err(err) => Err(self.crashed(err)),
         }
     }
 
@@ -1222,6 +1276,31 @@ impl LspClient {
 impl Drop for LspClient {
     fn drop(&mut self) {
         self.mainloop.abort();
+    }
+}
+
+/// Longest line of a server's stderr kept for the log, in bytes (the rest of it is dropped).
+const MAX_LOG_LINE: usize = 4096;
+
+/// Logs a server's stderr line by line (at debug level), holding at most [`MAX_LOG_LINE`]
+/// bytes: output without line breaks cannot grow filepuff.
+async fn log_stderr(mut stderr: tokio::process::ChildStderr, server: String) {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = vec![0; 8192];
+    let mut line = Vec::new();
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        for piece in chunk[..n].split_inclusive(|&b| b == b'\n') {
+            let room = MAX_LOG_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&piece[..piece.len().min(room)]);
+            if piece.ends_with(b"\n") {
+                tracing::debug!(server = %server, "stderr: {}", String::from_utf8_lossy(&line).trim_end());
+                line.clear();
+            }
+        }
     }
 }
 

@@ -10,11 +10,16 @@
 //!
 //! The clients live on a tokio runtime of their own (one worker thread, started on first use),
 //! so the synchronous tool functions can call them from any thread with [`Backends::run`].
-//! A client whose process died is replaced on the next request (with backoff after repeated
-//! failures) and the documents it needs are synced again from the documents store.
+//! A client whose process died is replaced on the next request and the documents it needs are
+//! synced again from the documents store. Every start of a (server, root) counts, whether it
+//! failed or the server initialized and exited later: the first restart is immediate, later
+//! ones within 30 s wait 0.2 s doubling to 2 s, and an 11th start within 30 s is refused — the
+//! server is reported broken ([`BackendError::Broken`], once to the editor) until
+//! `[lsp] broken_cooldown_secs` pass or [`Backends::reset`] is called.
 
 mod ask;
 pub mod client;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -69,6 +74,71 @@ pub enum BackendError {
     /// it worked; asking again gives a current answer.
     #[error("language server {server} answered {method}: the content changed meanwhile")]
     ContentModified { server: String, method: &'static str },
+    /// A crash loop: the server was started [`MAX_STARTS`] times within [`START_WINDOW`] and
+    /// is not started again for `retry_in_secs` seconds (`[lsp] broken_cooldown_secs`).
+    #[error(
+        "language server {server} is broken: it was started {starts} times within {window_secs} s (last: {last}); \
+         it is tried again in {retry_in_secs} s, or at once on filepuff/restart"
+    )]
+    Broken { server: String, starts: usize, window_secs: u64, retry_in_secs: u64, last: String },
+}
+
+/// Starts of one (server, root) allowed within [`START_WINDOW`] before it is reported broken.
+pub const MAX_STARTS: usize = 10;
+/// The window over which starts are counted (see [`MAX_STARTS`]).
+pub const START_WINDOW: Duration = Duration::from_secs(30);
+
+/// The starts of one (server, root): the crash-loop guard.
+#[derive(Debug, Default)]
+struct StartHistory {
+    /// When each start within the last [`START_WINDOW`] began, oldest first.
+    starts: std::collections::VecDeque<Instant>,
+    /// Reported broken until then.
+    broken_until: Option<Instant>,
+    /// The last failure: a start error, or why the last process stopped.
+    last: Option<String>,
+}
+
+impl StartHistory {
+    /// How long to wait before the next start (0 for the first and the first restart, then
+    /// 0.2 s doubling to 2 s, counted from the previous start), or `None` when this start would
+    /// be one too many: the server is then broken until `now + cooldown`.
+    fn next_start(&mut self, now: Instant, cooldown: Duration) -> Option<Duration> {
+        self.starts.retain(|at| now.duration_since(*at) < START_WINDOW);
+        if self.starts.len() >= MAX_STARTS {
+            self.broken_until = Some(now + cooldown);
+            return None;
+        }
+        let backoff = match self.starts.len() {
+            0 | 1 => Duration::ZERO,
+            n => Duration::from_millis(200 << (n - 2).min(4)).min(Duration::from_secs(2)),
+        };
+        Some(backoff.saturating_sub(self.starts.back().map_or(backoff, |last| now.duration_since(*last))))
+    }
+}
+
+/// A server reported broken (see [`BackendError::Broken`]), for `filepuff/status`.
+#[derive(Debug, Clone)]
+pub struct BrokenServer {
+    /// The server's name (`gopls`, `[servers.NAME]`).
+    pub name: String,
+    /// The project root it was started in.
+    pub root: PathBuf,
+    /// Until it is tried again.
+    pub retry_in: Duration,
+    /// The last failure.
+    pub last: String,
+}
+
+/// The error for a broken `spec` whose history is `entry`, tried again in `retry_in`.
+fn broken(spec: &ServerSpec, entry: &StartHistory, retry_in: Duration) -> BackendError {
+    BackendError::Broken {
+        server: spec.name.clone(),
+        starts: MAX_STARTS,
+        window_secs: START_WINDOW.as_secs(),
+        retry_in_secs: retry_in.as_secs_f64().ceil() as u64,
+        last: entry.last.clone().unwrap_or_else(|| "it exited".to_owned()),
+    }
 }
 
 /// The default servers (DESIGN.md "backends").
@@ -258,8 +328,8 @@ pub struct Backends {
     config: LspConfig,
     runtime: OnceLock<tokio::runtime::Handle>,
     clients: Arc<ClientMap>,
-    /// Consecutive start failures per (server, root), for backoff.
-    failures: Mutex<HashMap<(String, PathBuf), (u32, Instant)>>,
+    /// Recent starts per (server, root): backoff and the crash-loop guard.
+    history: Mutex<HashMap<ClientKey, StartHistory>>,
     /// Programs found on PATH, by command (looked up once per process; `doctor` looks again).
     programs: Mutex<HashMap<String, Option<PathBuf>>>,
     /// `[languages.NAME] servers`, by language.
@@ -298,6 +368,9 @@ pub trait Upstream: Send + Sync {
     fn started(&self, client: &Arc<LspClient>);
     /// A server's process ended.
     fn exited(&self, client: &Arc<LspClient>);
+    /// A server was just reported broken (a crash loop): said once per crash loop, with the
+    /// error every request for it gets until the cool-down passes or it is reset.
+    fn broken(&self, server: &str, root: &Path, error: &BackendError);
 }
 
 struct Attached {
@@ -323,7 +396,7 @@ impl Backends {
             config: config.lsp.clone(),
             runtime: OnceLock::new(),
             clients: Arc::new(Mutex::new(HashMap::new())),
-            failures: Mutex::new(HashMap::new()),
+            history: Mutex::new(HashMap::new()),
             programs: Mutex::new(HashMap::new()),
             languages: config
                 .languages
@@ -507,6 +580,8 @@ impl Backends {
                 _ => return None,
             }
         }
+        let reason = client.exit_reason().unwrap_or_else(|| "the process exited".to_owned());
+        self.history.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().last = Some(reason);
         let spec = self.specs.iter().find(|s| s.name == client.name)?;
         let Some(program) = self.program(&spec.command[0]) else {
             return Some(Err(BackendError::NotInstalled {
@@ -531,6 +606,59 @@ impl Backends {
     /// The running client with this [`LspClient::serial`].
     pub fn by_serial(&self, serial: u64) -> Option<Arc<LspClient>> {
         self.clients.lock().unwrap_or_else(|e| e.into_inner()).values().find(|c| c.serial == serial).cloned()
+    }
+
+    /// The servers reported broken now (see [`BackendError::Broken`]).
+    pub fn broken(&self) -> Vec<BrokenServer> {
+        let now = Instant::now();
+        let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<BrokenServer> = history
+            .iter()
+            .filter_map(|((name, root), entry)| {
+                let until = entry.broken_until.filter(|until| *until > now)?;
+                Some(BrokenServer {
+                    name: name.clone(),
+                    root: root.clone(),
+                    retry_in: until - now,
+                    last: entry.last.clone().unwrap_or_default(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.name, &a.root).cmp(&(&b.name, &b.root)));
+        out
+    }
+
+    /// Whether server `name` in project `root` is reported broken now.
+    pub fn is_broken(&self, name: &str, root: &Path) -> bool {
+        let key = (name.to_owned(), root.to_path_buf());
+        let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        history.get(&key).and_then(|entry| entry.broken_until).is_some_and(|until| until > Instant::now())
+    }
+
+    /// An explicit restart: forgets the recent starts of server `name` (every server when
+    /// `None`), broken or not, and starts again those that were broken, in the same project
+    /// roots. Returns what each of them gave.
+    pub fn reset(&self, name: Option<&str>) -> Vec<Result<Acquired, BackendError>> {
+        let was_broken: Vec<ClientKey> = {
+            let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            let keys: Vec<ClientKey> =
+                history.keys().filter(|(n, _)| name.is_none_or(|name| n == name)).cloned().collect();
+            keys.into_iter()
+                .filter(|key| {
+                    let entry = history.remove(key).unwrap_or_default();
+                    entry.broken_until.is_some_and(|until| until > now)
+                })
+                .collect()
+        };
+        was_broken
+            .into_iter()
+            .filter_map(|(name, root)| {
+                let spec = self.specs.iter().find(|s| s.name == name)?;
+                let program = self.program(&spec.command[0])?;
+                Some(self.acquire_spec(spec, program, root))
+            })
+            .collect()
     }
 
     /// Attaches the editor of `filepuff lsp`: servers started from now on are offered
@@ -573,31 +701,56 @@ impl Backends {
                 restarted = true;
             }
         }
-        // Backoff after repeated failures to start: 0.2 s, 0.4 s, … up to 5 s.
+        // The crash-loop guard, and backoff between starts (see the module documentation).
         let wait = {
-            let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-            failures.get(&key).map(|(count, at)| {
-                let backoff = Duration::from_millis(200 * (1u64 << (*count).min(5))).min(Duration::from_secs(5));
-                backoff.saturating_sub(at.elapsed())
-            })
+            let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = history.entry(key.clone()).or_default();
+            let now = Instant::now();
+            let cooldown = Duration::from_secs(self.config.broken_cooldown_secs);
+            match entry.broken_until {
+                Some(until) if now < until => return Err(broken(spec, entry, until - now)),
+                Some(_) => *entry = StartHistory::default(),
+                None => {}
+            }
+            match entry.next_start(now, cooldown) {
+                Some(wait) => wait,
+                None => {
+                    let err = broken(spec, entry, cooldown);
+                    drop(history);
+                    tracing::warn!("{err}");
+                    if let Some(attached) = self.attached.get() {
+                        attached.upstream.broken(&spec.name, &root, &err);
+                    }
+                    return Err(err);
+                }
+            }
         };
-        if let Some(wait) = wait {
-            std::thread::sleep(wait);
-        }
+        std::thread::sleep(wait);
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .starts
+            .push_back(Instant::now());
         let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
         let spec_owned = spec.clone();
+        let limits = transport::FrameLimits {
+            max_header_bytes: self.config.max_header_bytes,
+            max_body_bytes: self.config.max_message_bytes,
+        };
         let options = match self.attached.get() {
             Some(attached) => StartOptions {
                 encodings: vec![attached.encoding],
                 editor_capabilities: Some(attached.capabilities.clone()),
                 upstream: Some(attached.upstream.clone()),
+                limits,
             },
-            None => StartOptions::default(),
+            None => StartOptions { limits, ..StartOptions::default() },
         };
         let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout, &options).await });
         match started {
             Ok(client) => {
-                self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 let client = Arc::new(client);
                 self.watch(&client, spec);
                 self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), client.clone());
@@ -617,10 +770,8 @@ impl Backends {
                 Ok(Acquired { client, restarted })
             }
             Err(err) => {
-                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-                let entry = failures.entry(key).or_insert((0, Instant::now()));
-                entry.0 += 1;
-                entry.1 = Instant::now();
+                self.history.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().last =
+                    Some(err.to_string());
                 Err(err)
             }
         }
@@ -1034,6 +1185,33 @@ mod tests {
             Err(other) => panic!("{other}"),
         }
         assert!(matches!(backends.spec_for(Language::Markdown), Err(BackendError::NoServer { .. })));
+    }
+
+    /// Issue 16 (4): a server that initializes and then exits at once was restarted 237 times
+    /// in 30 s; each start now counts, whatever became of it.
+    #[test]
+    fn issue_16_a_crash_loop_gets_ten_starts_in_30_s_then_is_broken() {
+        let cooldown = Duration::from_secs(300);
+        let mut history = StartHistory::default();
+        let begin = Instant::now();
+        let mut now = begin;
+        let mut waits = Vec::new();
+        // Each process lives 50 ms, then the next start is asked for at once.
+        while let Some(wait) = history.next_start(now, cooldown) {
+            waits.push(wait.as_millis());
+            now += wait;
+            history.starts.push_back(now);
+            now += Duration::from_millis(50);
+        }
+        assert_eq!(waits, [0, 0, 150, 350, 750, 1550, 1950, 1950, 1950, 1950]);
+        assert_eq!(history.starts.len(), MAX_STARTS);
+        assert!(now - begin < START_WINDOW, "broken within the window: {:?}", now - begin);
+        assert_eq!(history.broken_until, Some(now + cooldown));
+        // A server that ran for a while restarts at once, and the window forgets old starts.
+        let mut steady = StartHistory::default();
+        steady.starts.push_back(begin);
+        assert_eq!(steady.next_start(begin + Duration::from_secs(3600), cooldown), Some(Duration::ZERO));
+        assert!(steady.starts.is_empty());
     }
 
     #[test]

@@ -90,9 +90,9 @@ pub async fn serve(
     let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let errors = out_tx.clone();
     std::thread::Builder::new().name("filepuff-lsp-in".into()).spawn(move || {
-        let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+        let mut input = frame::FrameReader::new(input);
         loop {
-            match frame::read(&mut input) {
+            match input.next() {
                 Ok(Some(frame::Frame::Message(body))) => {
                     if in_tx.send(frame::encode(&body)).is_err() {
                         break;
@@ -101,6 +101,14 @@ pub async fn serve(
                 Ok(Some(frame::Frame::Invalid { id, code, message })) => {
                     tracing::warn!("editor sent an invalid message: {message}");
                     let _ = errors.send(Out::Bytes(frame::Frame::error_response(&id, code, &message)));
+                }
+                Ok(Some(frame::Frame::Dropped { why, replacement })) => {
+                    tracing::warn!("editor sent {why}; dropped it");
+                    if let Some(replacement) = replacement
+                        && in_tx.send(replacement).is_err()
+                    {
+                        break;
+                    }
                 }
                 Ok(None) | Err(_) => break,
             }
@@ -400,6 +408,9 @@ impl tower::Service<AnyRequest> for Proxy {
                 if method == STATUS {
                     return ready(Ok(status(&self.shared, session)));
                 }
+                if method == RESTART {
+                    return restart(&self.shared, session, &request.params);
+                }
                 route::request(&self.shared, session, request)
             }
         }
@@ -532,13 +543,42 @@ fn from_lsp(position: lsp_types::Position) -> crate::documents::Position {
 /// begins or ends work in progress — for an editor's status bar.
 pub const STATUS: &str = "filepuff/status";
 
+/// filepuff's own request: restart a server reported broken (a crash loop) without waiting for
+/// `[lsp] broken_cooldown_secs`. Params `{"server": NAME}` (every broken server when absent);
+/// the answer is the [`STATUS`] payload after the attempt.
+pub const RESTART: &str = "filepuff/restart";
+
+fn restart(
+    shared: &Arc<Shared>,
+    session: &Session,
+    params: &Value,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    let name = params.get("server").and_then(Value::as_str).map(str::to_owned);
+    let engine = session.engine.clone();
+    let me = shared.clone();
+    Box::pin(async move {
+        let outcomes =
+            tokio::task::spawn_blocking(move || engine.backends().reset(name.as_deref())).await.map_err(internal)?;
+        for outcome in outcomes {
+            match outcome {
+                Ok(acquired) => me.log_to_editor(3, format!("filepuff: restarted {}", acquired.client.name)),
+                Err(err) => me.log_to_editor(1, format!("filepuff: {err}")),
+            }
+        }
+        let session = me.ready_session().ok_or_else(|| internal("no session"))?;
+        Ok(status(&me, session))
+    })
+}
+
 /// The answer to [`STATUS`]: `{"positionEncoding", "servers": [{name, version, root, pid,
 /// positionEncoding, state: "ready" | "busy" | "exited", documents}], "agents": {"socket",
 /// "serving"}}`, where `documents` counts the documents the server has open, `busy` means it
 /// reports work in progress (loading, indexing), and `serving` says whether this session owns
-/// the agents' socket now (false while another `filepuff lsp` of the root holds it).
+/// the agents' socket now (false while another `filepuff lsp` of the root holds it). A broken
+/// server (a crash loop, not running) has `{name, root, state: "broken", retryInSecs,
+/// message}`: it is tried again after `retryInSecs`, or on [`RESTART`].
 fn status(shared: &Shared, session: &Session) -> Value {
-    let servers: Vec<Value> = session
+    let mut servers: Vec<Value> = session
         .engine
         .backends()
         .running()
@@ -562,6 +602,15 @@ fn status(shared: &Shared, session: &Session) -> Value {
             })
         })
         .collect();
+    servers.extend(session.engine.backends().broken().into_iter().map(|broken| {
+        json!({
+            "name": broken.name,
+            "root": broken.root,
+            "state": "broken",
+            "retryInSecs": broken.retry_in.as_secs_f64().ceil() as u64,
+            "message": broken.last,
+        })
+    }));
     let serving = shared.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.is_serving());
     let socket = crate::attach::socket_path(session.engine.workspace().root());
     json!({

@@ -14,6 +14,11 @@
 //!   to the server instance that made them, with the original `data`.
 //! - `$/cancelRequest` from the editor drops the request's future (async-lsp's concurrency
 //!   layer), and dropping it sends `$/cancelRequest` for the forwarded request to the server.
+//! - A server that does not answer within `[lsp] request_timeout_ms` gets `$/cancelRequest`
+//!   and the editor a `RequestFailed` (-32803) error; a server that dies with the request in
+//!   flight is asked once more after its restart, then the editor gets `RequestFailed`. Such
+//!   errors carry `data: {"filepuff": KIND, "server": NAME, …}` with KIND `timeout`, `crashed`
+//!   or `broken` (a crash loop, see `backends`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,7 +197,7 @@ pub(crate) fn request(
             .await
             .map_err(internal)?;
             if let Err(err) = started {
-                return Err(error(ErrorCode::REQUEST_FAILED, err));
+                return Err(err.into());
             }
             let Some(session) = me.ready_session() else { return Ok(Value::Null) };
             let (clients, _) = engine.backends().clients_of(&id, Some(language));
@@ -255,7 +260,7 @@ fn first_answer(
                 Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => {}
                 _ => break,
             }
-            result = forward(ctx, client, method.clone(), params.clone(), uri.clone()).await;
+            result = forward(ctx, client, method.clone(), params.clone(), uri.clone(), false).await;
         }
         result
     })
@@ -269,6 +274,8 @@ struct Ctx {
     /// The editor's semantic-token legend and `client`'s map onto it, when known.
     legend: Option<(Value, Option<translate::LegendMap>)>,
     spellings: Arc<super::spelling::Spellings>,
+    /// `[lsp] request_timeout_ms`.
+    timeout: Duration,
 }
 
 fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
@@ -277,6 +284,7 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
         engine: session.engine.clone(),
         encoding: session.encoding,
         spellings: session.spellings.clone(),
+        timeout: Duration::from_millis(session.engine.backends().config().request_timeout_ms.max(1)),
         legend: session.legend.get().filter(|_| tokens).map(|legend| {
             let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
             (legend.clone(), map)
@@ -287,7 +295,8 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
 /// Forwards one request to `client`: params translated to its encoding and queued now (so it
 /// follows every notification already sent), the answer translated back, semantic tokens
 /// re-mapped, items tagged with the client's serial. If the server dies before answering,
-/// the request is sent once more to its replacement.
+/// the request is sent once more to its replacement; without an answer within the timeout,
+/// it is cancelled at the server and the editor gets a `timeout` error.
 fn send(
     session: &Session,
     client: &Arc<LspClient>,
@@ -295,7 +304,7 @@ fn send(
     params: Value,
     uri: Option<String>,
 ) -> BoxFuture<'static, Result<Value, ResponseError>> {
-    forward(context(session, client, method), client.clone(), method.to_owned(), params, uri)
+    forward(context(session, client, method), client.clone(), method.to_owned(), params, uri, false)
 }
 
 fn forward(
@@ -304,6 +313,7 @@ fn forward(
     method: String,
     params: Value,
     uri: Option<String>,
+    retried: bool,
 ) -> BoxFuture<'static, Result<Value, ResponseError>> {
     let workspace = ctx.engine.workspace();
     let mut outgoing = params.clone();
@@ -321,17 +331,29 @@ fn forward(
     }
     let sent = client.forward(&sent_method, outgoing);
     Box::pin(async move {
-        let (id, answer) = sent.map_err(|err| error(ErrorCode::REQUEST_FAILED, err))?;
+        let (id, answer) = sent?;
         let mut guard = CancelOnDrop { client: Some(client.clone()), id };
-        let result = answer.await;
+        let Ok(result) = tokio::time::timeout(ctx.timeout, answer).await else {
+            // `guard` cancels the request at the server.
+            let ms = ctx.timeout.as_millis() as u64;
+            let message = format!("language server {} did not answer {method} within {ms} ms", client.name);
+            return Err(failure("timeout", &client.name, message, json!({ "method": method, "timeout_ms": ms })));
+        };
         guard.client = None;
         let mut value = match result {
             Ok(value) => value,
-            Err(err) if !client.is_alive() => {
+            Err(_) if !client.is_alive() => {
                 // The server died with the request in flight: wait for its replacement (the
                 // upstream restarts it) and ask once more.
-                let Some(replacement) = replacement(&ctx.engine, &client).await else { return Err(err) };
-                return Box::pin(forward(ctx, replacement, method, params, uri)).await;
+                let crashed = BackendError::Crashed {
+                    server: client.name.clone(),
+                    message: client.exit_reason().unwrap_or_else(|| "it exited".to_owned()),
+                };
+                if retried {
+                    return Err(crashed.into());
+                }
+                let Some(replacement) = replacement(&ctx.engine, &client).await else { return Err(crashed.into()) };
+                return Box::pin(forward(ctx, replacement, method, params, uri, true)).await;
             }
             Err(err) => return Err(err),
         };
@@ -372,7 +394,7 @@ async fn replacement(engine: &Arc<Engine>, client: &Arc<LspClient>) -> Option<Ar
         {
             return Some(next);
         }
-        if tokio::time::Instant::now() >= deadline {
+        if tokio::time::Instant::now() >= deadline || engine.backends().is_broken(&client.name, &client.root) {
             return None;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -499,9 +521,32 @@ fn merge_completions(answers: Vec<Result<Value, ResponseError>>) -> Value {
     json!({ "isIncomplete": incomplete, "items": items })
 }
 
+/// A `RequestFailed` (-32803) error about server `server`, with `data: {"filepuff": kind,
+/// "server": server, …extra}`.
+fn failure(kind: &str, server: &str, message: impl std::fmt::Display, extra: Value) -> ResponseError {
+    let mut data = json!({ "filepuff": kind, "server": server });
+    if let (Some(data), Value::Object(extra)) = (data.as_object_mut(), extra) {
+        data.extend(extra);
+    }
+    ResponseError::new_with_data(ErrorCode::REQUEST_FAILED, message, data)
+}
+
 impl From<BackendError> for ResponseError {
     fn from(err: BackendError) -> ResponseError {
-        error(ErrorCode::REQUEST_FAILED, err)
+        let message = err.to_string();
+        match err {
+            BackendError::Crashed { server, .. } => failure("crashed", &server, message, Value::Null),
+            BackendError::Broken { server, retry_in_secs, .. } => {
+                failure("broken", &server, message, json!({ "retry_in_secs": retry_in_secs }))
+            }
+            BackendError::Timeout { server, method, ms } => {
+                failure("timeout", &server, message, json!({ "method": method, "timeout_ms": ms }))
+            }
+            BackendError::NotInstalled { server, .. } | BackendError::StartFailed { server, .. } => {
+                failure("start_failed", &server, message, Value::Null)
+            }
+            other => error(ErrorCode::REQUEST_FAILED, other),
+        }
     }
 }
 

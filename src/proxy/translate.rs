@@ -285,3 +285,6 @@ mod tests {
         assert_eq!(result["data"], json!([0, 5, 2, 2, 2, 0, 3, 2, 0, 1, 1, 0, 2, 2, 3]));
     }
 }
+
+#[cfg(test)]
+mod proptests;

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::translate::Translator;
 use super::{Session, Shared, error, ready};
-use crate::backends::{ClientRef, LspClient, Upstream};
+use crate::backends::{BackendError, ClientRef, LspClient, Upstream};
 use crate::engine::{Approval, BufferEdit, Editor, EditorAnswer};
 use crate::workspace::DocumentId;
 
@@ -231,10 +231,34 @@ impl Upstream for EditorLink {
                         ),
                     );
                 }
+                // Said once, by `broken`, when the crash loop was detected.
+                Err(BackendError::Broken { .. }) => shared.send_status(),
                 Err(err) => shared.notify_editor(
                     "window/showMessage",
                     json!({ "type": 1, "message": format!("filepuff: {} exited and could not be restarted: {err}", client.name) }),
                 ),
+            }
+        });
+    }
+
+    fn broken(&self, _server: &str, _root: &std::path::Path, error: &BackendError) {
+        let Some(shared) = self.0.upgrade() else { return };
+        let Some(session) = shared.session.get() else { return };
+        // An error message (LSP `MessageType` 1): the editor shows it once, after its
+        // `initialize` answer.
+        let message = json!({ "type": 1, "message": format!("filepuff: {error}") });
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            shared.notify_editor("window/showMessage", message);
+            return;
+        };
+        let mut ready = session.ready.subscribe();
+        let weak = self.0.clone();
+        runtime.spawn(async move {
+            if ready.wait_for(|r| *r).await.is_ok()
+                && let Some(shared) = weak.upgrade()
+            {
+                shared.notify_editor("window/showMessage", message);
+                shared.send_status();
             }
         });
     }

@@ -600,6 +600,14 @@ pub(super) fn backend_error(err: BackendError) -> ToolError {
         .with("server", server)
         .with("method", method)
         .with("timeout_ms", ms),
+        BackendError::Broken { server, retry_in_secs, .. } => ToolError::new(
+            ErrorCode::LspCrashed,
+            message,
+            "The server keeps stopping (a crash loop); check its log (FILEPUFF_LOG=debug) and its configuration.",
+        )
+        .with("server", server)
+        .with("broken", true)
+        .with("retry_in_secs", retry_in_secs),
         BackendError::Server { server, method, .. } => {
             ToolError::new(ErrorCode::LspServerError, message, "Check the position: it should be on an identifier.")
                 .with("server", server)

@@ -57,6 +57,15 @@ pub struct LspConfig {
     /// saved to disk once the editor applied it (default false: the editor's buffer holds it,
     /// unsaved, like any edit made there).
     pub save_agent_edits: bool,
+    /// Largest message, in bytes, a language server may send (default 64 MiB). A server that
+    /// declares a larger `Content-Length` is stopped and treated as crashed.
+    pub max_message_bytes: usize,
+    /// Longest header line, in bytes, a language server may send (default 64 KiB); output
+    /// without a line break for longer stops the server as above.
+    pub max_header_bytes: usize,
+    /// Seconds a server stays reported broken after 10 starts within 30 s (a crash loop) before
+    /// it is tried again (default 300); `filepuff/restart` from the editor tries at once.
+    pub broken_cooldown_secs: u64,
 }
 
 impl Default for LspConfig {
@@ -67,6 +76,9 @@ impl Default for LspConfig {
             idle_shutdown_secs: 600,
             initialize_wait_ms: None,
             save_agent_edits: false,
+            max_message_bytes: 64 << 20,
+            max_header_bytes: 64 << 10,
+            broken_cooldown_secs: 300,
         }
     }
 }

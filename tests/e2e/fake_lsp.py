@@ -1,14 +1,30 @@
-"""A minimal language server for supervision tests: answers initialize and shutdown, never
-answers textDocument/definition, and appends every message it receives (as JSON lines, tagged
-with its pid) to the file named by FAKE_LSP_LOG (if set). FAKE_LSP_ENCODING sets the
-positionEncoding it claims (default utf-16).
+"""A minimal language server for supervision, lifecycle and fault tests: answers initialize and
+shutdown, never answers textDocument/definition (unless told to), and appends every message it
+receives (as JSON lines, tagged with its pid) to the file named by FAKE_LSP_LOG (if set).
 
-Options (environment):
+Configured by environment variables (set them in `[servers.NAME] env` of filepuff.toml):
+
+    FAKE_LSP_LOG            append every received message here, as JSON lines with "pid" and "t"
+                            (seconds since the epoch)
+    FAKE_LSP_ENCODING       the positionEncoding it claims (default utf-16)
     FAKE_LSP_INIT_DELAY_MS  wait this long before answering initialize (a slow server)
     FAKE_LSP_CAPS_FILE      a JSON file of capabilities merged over the defaults, read at each
                             initialize (so a restarted server can offer something else)
-    FAKE_LSP_ANSWER         when set, answer textDocument/definition (the document's first
-                            line) and textDocument/hover ("fake hover from PID")"""
+    FAKE_LSP_ANSWER         "1": answer textDocument/definition (the document's first line) and
+                            textDocument/hover ("fake hover from PID"), and any other request it
+                            does not know with MethodNotFound
+    FAKE_LSP_FAULT          misbehave once the trigger (below) arrives:
+                              huge_frame   declare `Content-Length: 99999999999`, then send a few
+                                           bytes and keep the pipe open
+                              no_newline   write FAKE_LSP_BYTES (default 300 MB) of "x" without a
+                                           line break, then keep the pipe open
+                              garbage      write junk lines, a bad Content-Length and a body that
+                                           is not JSON, then go on as usual (answering the
+                                           request when FAKE_LSP_ANSWER is set)
+                              exit         exit at once (status 3)
+    FAKE_LSP_FAULT_ON       the trigger: "initialized" (the notification after initialize) or
+                            "request" (the first textDocument/definition; the default)
+"""
 
 import json
 import os
@@ -31,20 +47,56 @@ def read_message():
     return json.loads(sys.stdin.buffer.read(length))
 
 
+def write(data):
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
 def send(message):
     body = json.dumps(message).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
+    write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def hold():
+    """Keeps the process (and its pipes) alive without answering, until filepuff ends it."""
+    while True:
+        time.sleep(1)
+
+
+def misbehave(fault):
+    if fault == "huge_frame":
+        write(b"Content-Length: 99999999999\r\n\r\n{\"jsonrpc\":\"2.0\",")
+        hold()
+    elif fault == "no_newline":
+        left = int(os.environ.get("FAKE_LSP_BYTES", str(300 << 20)))
+        chunk = b"x" * (1 << 20)
+        try:
+            while left > 0:
+                write(chunk[:left])
+                left -= len(chunk)
+        except BrokenPipeError:
+            os._exit(0)
+        hold()
+    elif fault == "garbage":
+        write(b"\x00\xff binary junk \x80\x81\r\nnot a header\r\n")
+        write(b"Content-Length: abc\r\n\r\n{}")
+        body = b"{this is not json"
+        write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    elif fault == "exit":
+        os._exit(3)
 
 
 def main():
     log = open(os.environ["FAKE_LSP_LOG"], "a") if os.environ.get("FAKE_LSP_LOG") else None
+    fault = os.environ.get("FAKE_LSP_FAULT")
+    trigger = os.environ.get("FAKE_LSP_FAULT_ON", "request")
+    answer = os.environ.get("FAKE_LSP_ANSWER") == "1"
     while True:
         message = read_message()
         if message is None:
             return
         if log is not None:
-            log.write(json.dumps({"pid": os.getpid(), **message}) + "\n")
+            log.write(json.dumps({"pid": os.getpid(), "t": time.time(), **message}) + "\n")
             log.flush()
         method = message.get("method")
         if method == "initialize":
@@ -58,17 +110,24 @@ def main():
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "capabilities": capabilities,
                 "serverInfo": {"name": "fake", "version": "1"}}})
-        elif os.environ.get("FAKE_LSP_ANSWER") and method == "textDocument/definition":
-            uri = message["params"]["textDocument"]["uri"]
-            send({"jsonrpc": "2.0", "id": message["id"], "result": [
-                {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}}]})
-        elif os.environ.get("FAKE_LSP_ANSWER") and method == "textDocument/hover":
+        elif method == "initialized" and fault and trigger == "initialized":
+            misbehave(fault)
+        elif method == "textDocument/definition":
+            if fault and trigger == "request":
+                misbehave(fault)
+            if answer:
+                uri = message["params"]["textDocument"]["uri"]
+                send({"jsonrpc": "2.0", "id": message["id"], "result": [
+                    {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}}]})
+        elif answer and method == "textDocument/hover":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "contents": {"kind": "plaintext", "value": f"fake hover from {os.getpid()}"}}})
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif method == "exit":
             return
+        elif answer and "id" in message and method is not None:
+            send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
 
 
 if __name__ == "__main__":
