@@ -284,11 +284,10 @@ impl Drop for Host {
     }
 }
 
-/// Announces this `filepuff lsp` for `engine`'s root ([`Presence`]), binds its socket or, when
-/// another live `filepuff lsp` owns it, waits to take it over; then keeps the socket for the
-/// session (rebinding it if the file is removed behind its back). Runs on the current tokio
-/// runtime; never fails: problems are logged and retried every [`TAKEOVER_POLL`].
-pub async fn host(engine: Arc<Engine>) -> Host {
+/// Announces this `filepuff lsp` for `engine`'s root ([`Presence`]) — at once, so agents whose
+/// editor session just ended know another is on its way ([`announce`]) — and returns a handle
+/// that [`Announced::host`] turns into the agents' socket.
+pub fn announce(engine: Arc<Engine>) -> Announced {
     let presence = match Presence::announce(engine.workspace().root()) {
         Ok(presence) => Some(presence),
         Err(err) => {
@@ -296,6 +295,32 @@ pub async fn host(engine: Arc<Engine>) -> Host {
             None
         }
     };
+    Announced { engine, presence }
+}
+
+/// A `filepuff lsp` announced for its root, not serving agents yet (see [`announce`]).
+pub struct Announced {
+    engine: Arc<Engine>,
+    presence: Option<Presence>,
+}
+
+impl Announced {
+    /// Binds the socket or, when another live `filepuff lsp` owns it, waits to take it over;
+    /// then keeps it for the session (see [`host`]).
+    pub async fn host(self) -> Host {
+        host_with(self.engine, self.presence).await
+    }
+}
+
+/// Announces this `filepuff lsp` for `engine`'s root ([`Presence`]), binds its socket or, when
+/// another live `filepuff lsp` owns it, waits to take it over; then keeps the socket for the
+/// session (rebinding it if the file is removed behind its back). Runs on the current tokio
+/// runtime; never fails: problems are logged and retried every [`TAKEOVER_POLL`].
+pub async fn host(engine: Arc<Engine>) -> Host {
+    announce(engine).host().await
+}
+
+async fn host_with(engine: Arc<Engine>, presence: Option<Presence>) -> Host {
     let listener = Arc::new(Mutex::new(None));
     let mut state = Keeper { owner: None, last_error: None, waiting_since: None };
     state.attempt(&engine, &listener).await;

@@ -28,6 +28,10 @@ use crate::engine::Engine;
 /// before it goes standalone.
 pub const OWNER_SEARCH: Duration = Duration::from_secs(3);
 
+/// How long [`OWNER_SEARCH`] extends while a `filepuff lsp` for the root has announced itself
+/// but does not serve agents yet.
+pub const OWNER_SEARCH_ANNOUNCED: Duration = Duration::from_secs(15);
+
 /// How often it tries the socket meanwhile.
 pub const OWNER_POLL: Duration = Duration::from_millis(100);
 
@@ -169,7 +173,11 @@ async fn next_upstream(
     stdout: &mut tokio::io::Stdout,
 ) -> anyhow::Result<Upstream> {
     let started = Instant::now();
-    while started.elapsed() < OWNER_SEARCH {
+    // Longer while an editor's filepuff lsp for the root has announced itself: it is starting
+    // (a restart) and serves agents once its editor has opened its documents again.
+    while started.elapsed() < OWNER_SEARCH
+        || (started.elapsed() < OWNER_SEARCH_ANNOUNCED && !super::running_editors(root).is_empty())
+    {
         if let Some((stream, pid)) = super::connect(root).await {
             match attach(stream, pid, toolsets, replay, stdout).await {
                 Ok(attached) => {

@@ -340,6 +340,13 @@ fn with_source(mut schema: JsonObject) -> JsonObject {
         return schema;
     }
     if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "editor_note".to_owned(),
+            serde_json::json!({
+                "description": "Present only when an editor's filepuff lsp runs for this workspace but this agent is not attached to it: why, and that the result comes from the files on disk without the editor's unsaved buffers. (file_read's own `source` says `disk` for any file not open in an editor; this says the editor could not be asked.)",
+                "type": "string",
+            }),
+        );
         properties.entry("source").or_insert_with(|| {
             serde_json::json!({
                 "description": "`disk` when an editor's filepuff lsp runs for this workspace but this agent is not attached to it: the result was computed from the files on disk, without the editor's unsaved buffers (the text says why). Absent otherwise.",
@@ -358,6 +365,7 @@ fn mark_disk_source(result: &mut CallToolResult, note: &str) {
     let disk = serde_json::Value::String("disk".to_owned());
     if let Some(serde_json::Value::Object(structured)) = &mut result.structured_content {
         structured.insert("source".to_owned(), disk.clone());
+        structured.insert("editor_note".to_owned(), serde_json::Value::String(note.to_owned()));
     }
     let is_error = result.is_error == Some(true);
     let texts: Vec<usize> = result

@@ -137,6 +137,7 @@ pub async fn serve(
         upstream: Mutex::new(upstream::State::default()),
         starting: Mutex::new(HashMap::new()),
         listener: Mutex::new(None),
+        editor_progress: tokio::sync::watch::Sender::new((false, 0)),
         me: weak.clone(),
     });
     let service_shared = shared.clone();
@@ -246,6 +247,10 @@ pub(crate) struct Shared {
     /// The socket agents attach on, owned or waited for (removed with it), and this session's
     /// presence file.
     listener: Mutex<Option<crate::attach::Host>>,
+    /// What the editor has done since `initialize`: (`initialized` sent, `didOpen`s so far).
+    /// Agents are served only once the editor has opened its documents again (see
+    /// [`host_agents_when_settled`]).
+    editor_progress: tokio::sync::watch::Sender<(bool, u64)>,
     me: std::sync::Weak<Shared>,
 }
 
@@ -429,6 +434,10 @@ impl LspService for Proxy {
             // Servers that started after the `initialize` answer can be registered now.
             self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).editor_initialized = true;
             late::reconcile(&self.shared, session);
+            self.shared.editor_progress.send_modify(|progress| progress.0 = true);
+        }
+        if notification.method == "textDocument/didOpen" {
+            self.shared.editor_progress.send_modify(|progress| progress.1 += 1);
         }
         let method = notification.method.clone();
         if let Err(message) = text_sync(&self.shared, session, notification) {
@@ -668,8 +677,9 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     }
     // Agents' edits to open documents go through this editor; agents attach on the socket.
     engine.attach_editor(Arc::new(upstream::EditorLink(Arc::downgrade(&shared))));
-    let host = crate::attach::host(engine.clone()).await;
-    *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
+    // Announced now (agents of a just-ended session wait for it), serving once settled.
+    let announced = crate::attach::announce(engine.clone());
+    tokio::spawn(host_agents_when_settled(Arc::downgrade(&shared), announced));
 
     // Start the servers of the languages the workspace holds, concurrently.
     let detect_root = engine.workspace().root().to_path_buf();
@@ -736,6 +746,35 @@ fn workspace_root_uri(params: &Value) -> Option<Url> {
         return Some(uri);
     }
     params.get("rootPath").and_then(Value::as_str).and_then(|p| Url::from_directory_path(p).ok())
+}
+
+/// How long the editor must have sent no `didOpen` after `initialized` before agents are served.
+const DOCUMENTS_SETTLE: Duration = Duration::from_millis(250);
+/// The longest wait for that, after `initialize`.
+const DOCUMENTS_SETTLE_LIMIT: Duration = Duration::from_secs(3);
+
+/// Hosts the agents' socket ([`crate::attach::host`]) once the editor has sent `initialized`
+/// and then opened its documents (no `didOpen` for [`DOCUMENTS_SETTLE`]; at most
+/// [`DOCUMENTS_SETTLE_LIMIT`] in all). A restarted `filepuff lsp` that took the socket at once
+/// would serve agents from disk until the editor re-opened its buffers — and an agent's edit in
+/// that moment would be written under the person's unsaved text. Agents attached to the previous
+/// session wait for the new owner meanwhile (the bridge looks for one for a few seconds).
+async fn host_agents_when_settled(shared: std::sync::Weak<Shared>, announced: crate::attach::Announced) {
+    let Some(mut progress) = shared.upgrade().map(|s| s.editor_progress.subscribe()) else { return };
+    let deadline = tokio::time::Instant::now() + DOCUMENTS_SETTLE_LIMIT;
+    let _ = tokio::time::timeout_at(deadline, progress.wait_for(|(initialized, _)| *initialized)).await;
+    loop {
+        let quiet = (tokio::time::Instant::now() + DOCUMENTS_SETTLE).min(deadline);
+        match tokio::time::timeout_at(quiet, progress.changed()).await {
+            Ok(Ok(())) if tokio::time::Instant::now() < deadline => continue,
+            Ok(Err(_)) => return,
+            _ => break,
+        }
+    }
+    let host = announced.host().await;
+    if let Some(shared) = shared.upgrade() {
+        *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
+    }
 }
 
 /// The workspace root `initialize` names: the first workspace folder, else `rootUri`, else

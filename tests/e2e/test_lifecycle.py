@@ -236,6 +236,43 @@ def test_a_restarted_editor_server_takes_the_socket_and_the_agent_over(tmp_path,
     assert not sock.exists(), "a clean exit removes the socket"
 
 
+def test_an_agent_never_reads_the_disk_under_a_restarted_editors_buffer(tmp_path, cleanup):
+    """The restart as Neovim's :FilepuffRestart does it: the old server ends first, then the new
+    one starts, and the editor opens its buffers on it only after `initialize`. The new server
+    serves agents only once the editor has opened its documents again: in between, the agent
+    waits — it never reads (or edits) the disk under the person's unsaved buffer."""
+    root, notes = text_workspace(tmp_path)
+    sock = socket_path(root)
+    first = Editor(root, tmp_path / "lsp-a.log")
+    cleanup.append(first)
+    first.wait_for(lambda: socket_owner(sock) == first.proc.pid, 10, "A owns the socket")
+    first.open_buffer(notes, "unsaved\n")
+    agent = McpSession(root, tmp_path / "mcp.log").start()
+    cleanup.append(agent)
+    assert agent.ok("file_read", {"path": "notes.txt"})["content"] == "unsaved\n"
+
+    first.shutdown()
+    second = LspClient([str(filepuff_binary()), "lsp"], root, env={"FILEPUFF_LOG": "info"},
+                       stderr=open(tmp_path / "lsp-b.log", "w"))
+    cleanup.append(second)
+    second.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                                  "capabilities": editor_capabilities(True)}, timeout=60)
+    def editor_catches_up():
+        # The editor gets round to `initialized` and its buffers well after `initialize`.
+        second.notify("initialized", {})
+        second.open(notes, "plaintext", text="unsaved\n")
+
+    import threading
+    threading.Timer(0.6, editor_catches_up).start()
+    reads = []
+    started = time.monotonic()
+    while time.monotonic() - started < 3.0:
+        result = agent.call("file_read", {"path": "notes.txt"})
+        if not result.is_error:
+            reads.append((round(time.monotonic() - started, 2), result.structured_content["content"]))
+    assert reads and {content for _, content in reads} == {"unsaved\n"}, f"reads during the restart: {reads}"
+
+
 def test_a_standalone_agent_attaches_when_an_editor_starts(tmp_path, cleanup):
     root, notes = text_workspace(tmp_path)
     agent = McpSession(root, tmp_path / "mcp.log").start()
@@ -263,6 +300,9 @@ def test_an_agent_served_from_disk_while_an_editor_runs_says_so(tmp_path, cleanu
     read = agent.call("file_read", {"path": "notes.txt"})
     assert not read.is_error
     assert read.structured_content["content"] == "on disk\n" and read.structured_content["source"] == "disk"
+    # file_read's own `source` is `disk` for any unopened file: `editor_note` says the editor
+    # could not be asked.
+    assert "unsaved buffers are not visible" in read.structured_content["editor_note"]
     note = read.content[0].text
     assert f"filepuff lsp (pid {editor.proc.pid})" in note and "unsaved buffers are not visible" in note, note
     assert "--standalone" in note, note
@@ -275,3 +315,4 @@ def test_an_agent_served_from_disk_while_an_editor_runs_says_so(tmp_path, cleanu
     editor.shutdown()
     after = agent.call("file_search", {"pattern": "disk", "regex": False})
     assert "source" not in after.structured_content and "Note:" not in after.content[0].text, "no editor: no note"
+    assert "editor_note" not in after.structured_content
