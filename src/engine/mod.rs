@@ -95,7 +95,7 @@ pub trait Editor: Send + Sync + std::fmt::Debug {
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
-        let documents = Arc::new(DocumentStore::new());
+        let documents = Arc::new(DocumentStore::confined_to(workspace.root()));
         let backends = Backends::new(workspace.root(), workspace.config(), documents.clone());
         Engine {
             workspace,

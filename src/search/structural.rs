@@ -99,7 +99,11 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
             }
             scanned.fetch_add(1, Ordering::Relaxed);
             buffer.clear();
-            if std::fs::File::open(entry.path()).and_then(|mut f| f.read_to_end(&mut buffer)).is_err() {
+            // Opened without following a symlink or blocking, checked on the descriptor; never
+            // read past the size limit (the file may have grown since the walk's stat).
+            let Some(file) = super::open_walked(workspace, &resolved.absolute) else { return WalkState::Continue };
+            let limit = config.limits.max_file_bytes;
+            if file.take(limit + 1).read_to_end(&mut buffer).is_err() || buffer.len() as u64 > limit {
                 return WalkState::Continue;
             }
             if !request.query.may_match(&buffer)

@@ -195,7 +195,9 @@ where
                 visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
                 return WalkState::Continue;
             }
-            let Ok(file) = std::fs::File::open(path) else { return WalkState::Continue };
+            // Opened without following a symlink or blocking on a FIFO, and checked on the
+            // descriptor: the entry may have been swapped since the walk saw it.
+            let Some(file) = super::open_walked(workspace, path) else { return WalkState::Continue };
             let keep_going = if stream {
                 let mut text = DiskText::new(file, &mut buffer, limit);
                 let keep_going = visit(&mut state, path, None, FileText::Stream(&mut text));

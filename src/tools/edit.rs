@@ -141,10 +141,10 @@ pub fn edit_preview(engine: &Engine, params: EditParams) -> Result<EditOutput, T
 /// Runs `edit_apply`.
 ///
 /// Errors: path errors (1001–1005); 1101 not found, 1102 directory, 1103 binary, 1104 too
-/// large; 1105 a selector line past the end; 3002 unknown selector_kind; 5001–5013 (see
+/// large; 1105 a selector line past the end; 3002 unknown selector_kind; 5001–5015 (see
 /// `docs/ERROR_CODES.md`): no or conflicting selectors, missing content, no match, ambiguous
 /// match, index out of range, new syntax errors, stale hash, invalid UTF-8, write failure, a
-/// buffer that changed meanwhile. A refused edit writes nothing.
+/// buffer that changed meanwhile, a read-only file. A refused edit writes nothing.
 pub fn edit_apply(engine: &Engine, params: EditParams) -> Result<EditOutput, ToolError> {
     run(engine, params, true)
 }
@@ -484,6 +484,13 @@ fn write_error(err: WriteError, shown: &str) -> ToolError {
         )
         .with("path", shown)
         .with("offset", offset),
+        WriteError::ReadOnly { mode, .. } => ToolError::new(
+            ErrorCode::EditFileReadOnly,
+            format!("{shown} is read-only (mode {mode:o}); it was not changed"),
+            "Make the file writable (chmod u+w) if it is meant to be edited; read-only files are never replaced.",
+        )
+        .with("path", shown)
+        .with("mode", format!("{mode:o}")),
         WriteError::Io { source, .. } => ToolError::new(
             ErrorCode::EditWriteFailed,
             format!("cannot write {shown}: {source}"),

@@ -87,9 +87,9 @@ struct Planned {
 /// Errors: as `find_definition` (4001–4007, path and read errors); 4006 when the server refuses
 /// the rename (not a renameable symbol, an invalid name); 1001 when the server's edit reaches
 /// outside the workspace; 5010 when a file changed between the server's answer and the write;
-/// 5013 when an open buffer did; 5014 when the editor holds a file but cannot take edits; 5012
-/// when a write fails (nothing was renamed into place). A refusal by the editor is not an error:
-/// `applied: false` with `editor_refused`.
+/// 5013 when an open buffer did; 5014 when the editor holds a file but cannot take edits; 5015
+/// when a file is read-only; 5012 when a write fails (nothing was renamed into place). A refusal
+/// by the editor is not an error: `applied: false` with `editor_refused`.
 pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<RenameSymbolOutput, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);

@@ -13,6 +13,7 @@
 //! - URIs must be `file:` URIs with an empty or `localhost` authority.
 
 mod config;
+pub mod open;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

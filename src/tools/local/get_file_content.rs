@@ -170,8 +170,9 @@ fn read_one(
     // was replaced (U+FFFD is 3 bytes), so only then are the raw bytes read again.
     let raw: Cow<'_, [u8]> = match source.origin {
         Origin::Disk { lossy: true, .. } => Cow::Owned(
-            std::fs::read(&resolved.absolute)
-                .map_err(|source| read_error(ReadError::Io { path: resolved.absolute.clone(), source }, &shown))?,
+            crate::documents::read_bytes(&resolved.absolute, limits.max_file_bytes, Some(engine.workspace().root()))
+                .map_err(|err| read_error(err, &shown))?
+                .0,
         ),
         _ => Cow::Borrowed(text.as_bytes()),
     };
