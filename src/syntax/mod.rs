@@ -9,8 +9,8 @@ pub mod pattern;
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ast_grep_core::AstGrep;
 use ast_grep_core::tree_sitter::StrDoc;
@@ -117,11 +117,18 @@ pub fn reparse_edited(parsed: &ParsedFile, range: std::ops::Range<usize>, new_te
 }
 
 /// Parse trees by path, reused while the text is unchanged (keyed by a content hash, so a
-/// buffer edit or a disk change is a miss). Bounded: the least recently used entry goes first.
+/// buffer edit or a disk change is a miss). Bounded by an estimate of the memory the trees keep
+/// ([`estimated_bytes`]), least recently used out first; a tree larger than the whole budget is
+/// returned but not kept.
 #[derive(Debug)]
 pub struct SyntaxCache {
     entries: DashMap<PathBuf, CacheEntry>,
-    capacity: usize,
+    /// Estimated bytes all entries may keep.
+    budget: usize,
+    /// Estimated bytes the entries keep now; changed only under `writing`.
+    used: AtomicUsize,
+    /// Held while entries are added or removed, so `used` stays their sum.
+    writing: Mutex<()>,
     clock: AtomicU64,
 }
 
@@ -129,13 +136,21 @@ pub struct SyntaxCache {
 struct CacheEntry {
     key: (Language, u64, usize),
     parsed: Arc<ParsedFile>,
+    /// [`estimated_bytes`] of `parsed`.
+    bytes: usize,
     last_used: AtomicU64,
 }
 
 impl SyntaxCache {
-    /// A cache holding at most `capacity` parse trees.
-    pub fn new(capacity: usize) -> SyntaxCache {
-        SyntaxCache { entries: DashMap::new(), capacity: capacity.max(1), clock: AtomicU64::new(0) }
+    /// A cache whose trees keep at most `budget` bytes by [`estimated_bytes`].
+    pub fn new(budget: usize) -> SyntaxCache {
+        SyntaxCache {
+            entries: DashMap::new(),
+            budget,
+            used: AtomicUsize::new(0),
+            writing: Mutex::new(()),
+            clock: AtomicU64::new(0),
+        }
     }
 
     /// The parse tree of `text` (the current content of `path`), from the cache or fresh.
@@ -149,11 +164,7 @@ impl SyntaxCache {
             return Some(entry.parsed.clone());
         }
         let parsed = Arc::new(parse(language, text)?);
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
-            self.evict_oldest();
-        }
-        self.entries
-            .insert(path.to_path_buf(), CacheEntry { key, parsed: parsed.clone(), last_used: AtomicU64::new(now) });
+        self.store(path, key, parsed.clone(), now);
         Some(parsed)
     }
 
@@ -162,10 +173,7 @@ impl SyntaxCache {
     pub fn insert(&self, path: &Path, parsed: Arc<ParsedFile>) {
         let key = (parsed.language, content_hash(&parsed.text), parsed.text.len_bytes());
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
-            self.evict_oldest();
-        }
-        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, last_used: AtomicU64::new(now) });
+        self.store(path, key, parsed, now);
     }
 
     /// Number of cached trees.
@@ -178,16 +186,62 @@ impl SyntaxCache {
         self.entries.is_empty()
     }
 
-    fn evict_oldest(&self) {
+    /// Estimated bytes the cached trees keep (at most the budget).
+    pub fn estimated_bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `parsed` as `path`'s tree (replacing an older one), then evicts the least recently
+    /// used others until the budget holds. A tree over the whole budget replaces nothing and is
+    /// not kept.
+    fn store(&self, path: &Path, key: (Language, u64, usize), parsed: Arc<ParsedFile>, now: u64) {
+        let bytes = estimated_bytes(&parsed);
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, old)) = self.entries.remove(path) {
+            self.used.fetch_sub(old.bytes, Ordering::Relaxed);
+        }
+        if bytes > self.budget {
+            return;
+        }
+        while self.used.load(Ordering::Relaxed) + bytes > self.budget && self.evict_oldest() {}
+        self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, bytes, last_used: AtomicU64::new(now) });
+    }
+
+    /// Removes the least recently used entry; false when there is none. Call under `writing`.
+    fn evict_oldest(&self) -> bool {
         let oldest = self
             .entries
             .iter()
             .min_by_key(|entry| entry.last_used.load(Ordering::Relaxed))
             .map(|entry| entry.key().clone());
-        if let Some(path) = oldest {
-            self.entries.remove(&path);
+        let Some(path) = oldest else { return false };
+        if let Some((_, old)) = self.entries.remove(&path) {
+            self.used.fetch_sub(old.bytes, Ordering::Relaxed);
         }
+        true
     }
+}
+
+/// Estimated heap bytes per node of a parse tree (tree-sitter's visible-descendant count, O(1)
+/// to read), in [`estimated_bytes`].
+pub const TREE_BYTES_PER_NODE: usize = 80;
+
+/// Estimated heap bytes per source byte of a [`ParsedFile`] (the source the tree holds, the
+/// rope, and tree-sitter's memory that grows with text rather than with visible nodes), in
+/// [`estimated_bytes`].
+pub const TREE_BYTES_PER_SOURCE_BYTE: usize = 14;
+
+/// What `parsed` keeps in memory, in bytes, estimated as `14 × source bytes + 80 × nodes`.
+/// tree-sitter has no measure of its own; the factors were fitted to the heap (glibc
+/// `mallinfo2`) a parse kept for eight files — Go (`net/http/server.go`, the 1.9 MB
+/// `rewriteAMD64.go`), Python (`typing.py`), C (`stdio.h`), Rust (`regex-syntax`'s parser),
+/// JavaScript (`typescript.js`, 9.1 MB, and its 3.6 MB minified form), an 8.8 MB JSON file —
+/// which kept 17–58 bytes per source byte (the minified file the most) or 72–204 bytes per
+/// visible node; this estimate is within 0.7–1.45× of each. See `measure_parse_memory`.
+pub fn estimated_bytes(parsed: &ParsedFile) -> usize {
+    let nodes = parsed.tree.root().get_inner_node().descendant_count();
+    parsed.text.len_bytes() * TREE_BYTES_PER_SOURCE_BYTE + nodes * TREE_BYTES_PER_NODE
 }
 
 fn content_hash(text: &Rope) -> u64 {
@@ -217,7 +271,8 @@ mod tests {
 
     #[test]
     fn cache_hits_until_the_text_changes_and_stays_bounded() {
-        let cache = SyntaxCache::new(2);
+        let one = estimated_bytes(&parse(Language::Go, &Rope::from_str("package a\nfunc A() {}\n")).unwrap());
+        let cache = SyntaxCache::new(2 * one);
         let path = Path::new("/w/a.go");
         let v1 = Rope::from_str("package a\nfunc A() {}\n");
         let first = cache.parse(path, Language::Go, &v1).unwrap();
@@ -229,6 +284,60 @@ mod tests {
         cache.parse(Path::new("/w/b.go"), Language::Go, &v1).unwrap();
         cache.parse(Path::new("/w/c.go"), Language::Go, &v1).unwrap();
         assert_eq!(cache.len(), 2);
+        assert!(cache.estimated_bytes() <= 2 * one);
         assert!(cache.parse(Path::new("/w/x.toml"), Language::Toml, &v1).is_none());
+    }
+
+    /// Issue 16: three 5 MB minified files kept 1.48 GB, the cache being bounded by count.
+    #[test]
+    fn the_parse_cache_is_bounded_by_bytes_not_count() {
+        // A "minified" file: one long line of many small statements.
+        let minified = Rope::from_str(&"var a=b+c*d,e=[1,2,3];f(a,e);".repeat(20_000));
+        let big = estimated_bytes(&parse(Language::JavaScript, &minified).unwrap());
+        assert!(big > 14 * minified.len_bytes(), "{big}");
+        let cache = SyntaxCache::new(big * 2 + big / 2);
+        for name in ["/w/a.min.js", "/w/b.min.js", "/w/c.min.js"] {
+            assert!(cache.parse(Path::new(name), Language::JavaScript, &minified).is_some());
+            assert!(cache.estimated_bytes() <= big * 2 + big / 2);
+        }
+        assert_eq!(cache.len(), 2, "the least recently used tree went");
+        assert!(cache.entries.get(Path::new("/w/a.min.js")).is_none());
+        // A tree over the whole budget is parsed and returned, but not kept.
+        let small = SyntaxCache::new(big / 2);
+        assert!(small.parse(Path::new("/w/a.min.js"), Language::JavaScript, &minified).is_some());
+        assert_eq!((small.len(), small.estimated_bytes()), (0, 0));
+    }
+
+    /// The measurement behind [`TREE_BYTES_PER_NODE`] and [`TREE_BYTES_PER_SOURCE_BYTE`]: the
+    /// heap a parsed file keeps (tree-sitter's C allocations and ours, through glibc's
+    /// `mallinfo2`), against its source bytes and its tree's node count.
+    /// `FILEPUFF_MEASURE_FILES=a.go:b.min.js cargo test measure_parse_memory -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    fn measure_parse_memory() {
+        fn allocated() -> usize {
+            // SAFETY: mallinfo2 only reads the allocator's counters.
+            let info = unsafe { libc::mallinfo2() };
+            info.uordblks + info.hblkhd
+        }
+        let files = std::env::var("FILEPUFF_MEASURE_FILES").unwrap_or_default();
+        for path in files.split(':').filter(|p| !p.is_empty()) {
+            let source = std::fs::read_to_string(path).unwrap();
+            let language = Language::from_path(Path::new(path)).unwrap();
+            let before = allocated();
+            let text = Rope::from_str(&source);
+            let parsed = parse(language, &text).unwrap();
+            drop(text);
+            let kept = allocated().saturating_sub(before);
+            let bytes = parsed.text.len_bytes();
+            let nodes = parsed.tree.root().get_inner_node().descendant_count();
+            let estimate = estimated_bytes(&parsed);
+            println!(
+                "{path}: {bytes} B, {nodes} nodes, kept {kept} B = {:.1}/byte, {:.1}/node; estimate {estimate} B ({:.2}x)",
+                kept as f64 / bytes as f64,
+                kept as f64 / nodes as f64,
+                estimate as f64 / kept as f64,
+            );
+        }
     }
 }

@@ -110,6 +110,9 @@ pub struct LimitsConfig {
     /// Characters (of JSON) a list-returning tool returns per call before it stops and says how
     /// to continue (default 40000, about 10k tokens). A batch of n queries gives each 1/n.
     pub max_output_chars: usize,
+    /// Bytes of memory the parse-tree cache may keep, by its estimate (`syntax::estimated_bytes`:
+    /// 14 × source bytes + 80 × tree nodes); least recently used trees go first (default 512 MiB).
+    pub syntax_cache_bytes: usize,
 }
 
 /// `[search]`: defaults for `file_search`.
@@ -204,7 +207,11 @@ impl Default for IndexConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_file_bytes: 16 * 1024 * 1024, max_output_chars: 40_000 }
+        LimitsConfig {
+            max_file_bytes: 16 * 1024 * 1024,
+            max_output_chars: 40_000,
+            syntax_cache_bytes: 512 * 1024 * 1024,
+        }
     }
 }
 
