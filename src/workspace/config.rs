@@ -135,6 +135,10 @@ pub struct SearchConfig {
 pub struct ReadConfig {
     /// Lines returned when the caller gives no `max_lines` (default 2000).
     pub default_max_lines: usize,
+    /// `file_read`'s output budget when the caller gives no `max_chars`: characters of content
+    /// returned (a longer line is cut, with where to continue), and separately of the outline
+    /// (default 100000).
+    pub max_chars: usize,
 }
 
 /// `[walk]`: which files walks visit.
@@ -223,7 +227,7 @@ impl Default for SearchConfig {
 
 impl Default for ReadConfig {
     fn default() -> Self {
-        ReadConfig { default_max_lines: 2000 }
+        ReadConfig { default_max_lines: 2000, max_chars: 100_000 }
     }
 }
 
