@@ -621,7 +621,10 @@ fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) 
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets)) {
+    let result = runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets));
+    // Stopped by a signal: do not wait for tool calls still running on the blocking pool.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff serve: {err:#}");
