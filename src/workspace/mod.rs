@@ -351,4 +351,6 @@ fn relative_string(relative: &Path) -> String {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
