@@ -348,6 +348,7 @@ mod tests {
     /// `FILEPUFF_MEASURE_FILES=a.go:b.min.js cargo test measure_parse_memory -- --ignored --nocapture`
     #[test]
     #[ignore = "a measurement, run by hand"]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn measure_parse_memory() {
         fn allocated() -> usize {
             // SAFETY: mallinfo2 only reads the allocator's counters.
