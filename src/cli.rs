@@ -284,6 +284,15 @@ pub struct ReadArgs {
     /// Lines to print at most (default 2000).
     #[arg(long, value_name = "N")]
     pub max_lines: Option<usize>,
+    /// Character column (1-based) of the first line to start from: continues a cut line.
+    #[arg(long, value_name = "COL")]
+    pub column: Option<usize>,
+    /// Characters of content to print at most (default 100000, `[read] max_chars`).
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
+    /// Top-level outline symbols to skip: continues a cut outline.
+    #[arg(long, value_name = "N")]
+    pub symbols_offset: Option<usize>,
     /// Print the tool's JSON result instead of text.
     #[arg(long)]
     pub json: bool,
@@ -389,6 +398,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 include_ast: args.ast,
                 symbols_only: args.symbols_only,
                 max_lines: args.max_lines,
+                column_start: args.column,
+                max_chars: args.max_chars,
+                symbols_offset: args.symbols_offset,
             };
             match tools::file_read(&engine, params) {
                 Ok(output) => {
@@ -613,7 +625,10 @@ fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) 
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets)) {
+    let result = runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets));
+    // Stopped by a signal: do not wait for tool calls still running on the blocking pool.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff serve: {err:#}");

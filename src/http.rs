@@ -11,6 +11,18 @@
 //! - **Origin and Host checked** (DNS rebinding): a request with an `Origin` header must come
 //!   from `http://127.0.0.1:PORT` or `http://localhost:PORT` (403 otherwise); `Host` must name a
 //!   loopback host (rmcp's validation).
+//!
+//! And hard to stop without the token (anyone who can reach the port can open connections):
+//! - **A bound on connections**: at most [`MAX_CONNECTIONS`] (fewer when the file-descriptor
+//!   limit is low: a quarter of `RLIMIT_NOFILE`) are served at once; further ones wait in the
+//!   kernel's accept queue.
+//! - **A header-read timeout**: a connection that has not sent a whole request head within
+//!   [`HEADER_READ_TIMEOUT`] of starting one (or of going idle between requests) is closed, so
+//!   idle or byte-a-second connections do not hold their slot.
+//! - **Accept errors are logged and survived**: out of file descriptors (`EMFILE`, `ENFILE`) or
+//!   memory, the loop pauses [`ACCEPT_ERROR_PAUSE`] and goes on; a connection reset before it
+//!   was accepted is skipped.
+//! - **SIGTERM and SIGINT** end the server cleanly: the token file is removed.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -27,6 +39,16 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::engine::Engine;
 use crate::mcp::McpServer;
 use crate::tools::toolsets::ToolsetSelection;
+
+/// Connections served at once, at most.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a connection may take to send a request head (from its first byte, or from going
+/// idle after a response) before it is closed.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Pause after an accept error caused by exhausted resources (file descriptors, memory).
+pub const ACCEPT_ERROR_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Where the token of the server for `engine`'s workspace on `port` is written.
 pub fn token_path(engine: &Engine, port: u16) -> PathBuf {
@@ -54,10 +76,51 @@ fn write_token(path: &std::path::Path, token: &str) -> std::io::Result<()> {
     file.write_all(b"\n")
 }
 
-/// Serves MCP over Streamable HTTP on `addr` until the process is stopped.
+/// The token file, removed when dropped (the server stopped, by a signal or an error).
+struct TokenFile(PathBuf);
+
+impl Drop for TokenFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Connections served at once: [`MAX_CONNECTIONS`], or a quarter of the soft `RLIMIT_NOFILE`
+/// when that is lower (files, language servers and walks need descriptors too), at least 4.
+fn connection_limit() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if !known || limit.rlim_cur == libc::RLIM_INFINITY {
+        return MAX_CONNECTIONS;
+    }
+    usize::try_from(limit.rlim_cur / 4).unwrap_or(MAX_CONNECTIONS).clamp(4, MAX_CONNECTIONS)
+}
+
+/// Whether an accept error means a resource ran out (then the loop pauses before retrying).
+fn exhausted(err: &std::io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+}
+
+/// Resolves when the process gets SIGTERM or SIGINT (or never, if they cannot be watched).
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// Serves MCP over Streamable HTTP on `addr` until SIGTERM or SIGINT (then the token file is
+/// removed and this returns `Ok`).
 ///
 /// Errors: a non-loopback `addr` without `allow_remote`; the port cannot be bound; the token
-/// file cannot be written.
+/// file cannot be written. Errors accepting a connection are logged and survived.
 pub async fn serve(
     engine: Arc<Engine>,
     addr: SocketAddr,
@@ -70,8 +133,8 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let token = random_token()?;
-    let token_file = token_path(&engine, local.port());
-    write_token(&token_file, &token)?;
+    let token_file = TokenFile(token_path(&engine, local.port()));
+    write_token(&token_file.0, &token)?;
     let port = local.port();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins([format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]);
@@ -83,19 +146,48 @@ pub async fn serve(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.display());
+    eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.0.display());
     let service = Authorized { inner: mcp, token: Arc::from(token) };
+    let slots = Arc::new(tokio::sync::Semaphore::new(connection_limit()));
+    let stop = stop_signal();
+    tokio::pin!(stop);
     loop {
-        let (stream, _) = listener.accept().await?;
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => permit?,
+            _ = &mut stop => break,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = &mut stop => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                tracing::warn!("serve --http: cannot accept a connection: {err}");
+                if exhausted(&err) {
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+                continue;
+            }
+        };
         let service = service.clone();
         tokio::spawn(async move {
             let io = hyper_util::rt::TokioIo::new(stream);
             let service = hyper_util::service::TowerToHyperService::new(service);
-            if let Err(err) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(io, service)
+                .await;
+            if let Err(err) = served {
                 tracing::debug!("HTTP connection: {err}");
             }
+            drop(permit);
         });
     }
+    drop(token_file);
+    eprintln!("filepuff: stopped; token file removed");
+    Ok(())
 }
 
 type Response = http::Response<BoxBody<Bytes, Infallible>>;

@@ -3,6 +3,7 @@
 
 pub mod attach;
 pub mod backends;
+pub mod cancel;
 pub mod cli;
 pub mod documents;
 pub mod edits;

@@ -123,6 +123,25 @@ pub enum ReadError {
     TooLarge { path: PathBuf, size: u64, limit: u64 },
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// The path is under the workspace root but the file opened is not: a directory on it was
+    /// swapped for a symlink leading out between the path's check and the open.
+    #[error("{path} leads outside the workspace root (to {real}) through a symlink")]
+    Escaped { path: PathBuf, real: PathBuf },
+}
+
+impl ReadError {
+    /// The read error for a failed [`crate::workspace::open::open_regular`] of `path`.
+    pub fn from_open(err: crate::workspace::open::OpenError, path: &Path) -> ReadError {
+        use crate::workspace::open::OpenError;
+        let path = path.to_path_buf();
+        match err {
+            OpenError::NotFound => ReadError::NotFound { path },
+            OpenError::IsDirectory => ReadError::IsDirectory { path },
+            OpenError::NotRegularFile => ReadError::NotRegularFile { path },
+            OpenError::Escaped { real } => ReadError::Escaped { path, real },
+            OpenError::Io(source) => ReadError::Io { path, source },
+        }
+    }
 }
 
 /// Bytes inspected for a NUL byte when deciding whether a file is binary.
@@ -137,11 +156,19 @@ pub struct DocumentStore {
     /// Bumped (and waiters woken) on every open, change and close.
     generation: Mutex<u64>,
     changed: Condvar,
+    /// Files read from disk under this root must really be under it (see [`load_from_disk`]).
+    root: Option<PathBuf>,
 }
 
 impl DocumentStore {
     pub fn new() -> DocumentStore {
         DocumentStore::default()
+    }
+
+    /// A store whose disk reads of paths under `root` (canonical) are checked, on the opened
+    /// descriptor, to be really under it.
+    pub fn confined_to(root: &Path) -> DocumentStore {
+        DocumentStore { root: Some(root.to_path_buf()), ..DocumentStore::default() }
     }
 
     fn bump(&self) {
@@ -297,7 +324,7 @@ impl DocumentStore {
                 language,
             });
         }
-        load_from_disk(id.path(), max_bytes)
+        load_from_disk(id.path(), max_bytes, self.root.as_deref())
     }
 }
 
@@ -347,28 +374,17 @@ fn check_edits<'a>(text: &Rope, edits: &'a [ByteEdit]) -> Result<Vec<&'a ByteEdi
     Ok(ordered)
 }
 
-/// Reads a text file from disk.
+/// Reads a text file from disk, opened without following a symlink on its last component or
+/// blocking, and checked on the descriptor ([`crate::workspace::open::open_regular`]): a
+/// regular file, and when `root` is given and `path` is under it, really under it.
 ///
 /// Errors: [`ReadError::NotFound`], [`ReadError::IsDirectory`], [`ReadError::NotRegularFile`]
-/// (sockets, devices), [`ReadError::TooLarge`] when over `max_bytes`, [`ReadError::Binary`] when
-/// the first [`BINARY_PROBE_BYTES`] hold a NUL byte, [`ReadError::Io`] otherwise. Invalid UTF-8
-/// is replaced with U+FFFD and reported through [`Origin::Disk`]`{ lossy: true }`.
-pub fn load_from_disk(path: &Path, max_bytes: u64) -> Result<SourceText, ReadError> {
-    let io = |source: std::io::Error| match source.kind() {
-        std::io::ErrorKind::NotFound => ReadError::NotFound { path: path.to_path_buf() },
-        _ => ReadError::Io { path: path.to_path_buf(), source },
-    };
-    let metadata = std::fs::metadata(path).map_err(io)?;
-    if metadata.is_dir() {
-        return Err(ReadError::IsDirectory { path: path.to_path_buf() });
-    }
-    if !metadata.is_file() {
-        return Err(ReadError::NotRegularFile { path: path.to_path_buf() });
-    }
-    if metadata.len() > max_bytes {
-        return Err(ReadError::TooLarge { path: path.to_path_buf(), size: metadata.len(), limit: max_bytes });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
+/// (sockets, devices, FIFOs, a symlink swapped in), [`ReadError::Escaped`], [`ReadError::TooLarge`]
+/// when over `max_bytes`, [`ReadError::Binary`] when the first [`BINARY_PROBE_BYTES`] hold a NUL
+/// byte, [`ReadError::Io`] otherwise. Invalid UTF-8 is replaced with U+FFFD and reported through
+/// [`Origin::Disk`]`{ lossy: true }`.
+pub fn load_from_disk(path: &Path, max_bytes: u64, root: Option<&Path>) -> Result<SourceText, ReadError> {
+    let (bytes, metadata) = read_bytes(path, max_bytes, root)?;
     if let Some(offset) = memchr_nul(&bytes[..bytes.len().min(BINARY_PROBE_BYTES)]) {
         return Err(ReadError::Binary { path: path.to_path_buf(), offset });
     }
@@ -381,6 +397,27 @@ pub fn load_from_disk(path: &Path, max_bytes: u64) -> Result<SourceText, ReadErr
         origin: Origin::Disk { modified: metadata.modified().ok(), lossy },
         language: Language::from_path(path),
     })
+}
+
+/// The bytes of the file at `path`, as stored, opened and checked as [`load_from_disk`] does
+/// (no text checks), with the descriptor's metadata.
+///
+/// Errors: as [`load_from_disk`], except [`ReadError::Binary`].
+pub fn read_bytes(path: &Path, max_bytes: u64, root: Option<&Path>) -> Result<(Vec<u8>, std::fs::Metadata), ReadError> {
+    use crate::workspace::open::open_regular;
+    use std::io::Read;
+    let io = |source: std::io::Error| ReadError::Io { path: path.to_path_buf(), source };
+    let (file, metadata) = open_regular(path, root).map_err(|err| ReadError::from_open(err, path))?;
+    if metadata.len() > max_bytes {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), size: metadata.len(), limit: max_bytes });
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    // The file may grow after the fstat: never read past the limit.
+    (&file).take(max_bytes + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), size: bytes.len() as u64, limit: max_bytes });
+    }
+    Ok((bytes, metadata))
 }
 
 /// The content hash tools report and compare (`file_read`, `edit_preview`, `edit_apply`'s
@@ -552,17 +589,17 @@ mod tests {
     fn disk_read_errors_are_typed() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.txt");
-        assert!(matches!(load_from_disk(&missing, 1024), Err(ReadError::NotFound { .. })));
-        assert!(matches!(load_from_disk(dir.path(), 1024), Err(ReadError::IsDirectory { .. })));
+        assert!(matches!(load_from_disk(&missing, 1024, None), Err(ReadError::NotFound { .. })));
+        assert!(matches!(load_from_disk(dir.path(), 1024, None), Err(ReadError::IsDirectory { .. })));
         let binary = dir.path().join("a.bin");
         std::fs::write(&binary, b"\x7fELF\x02\x01\x00\x00").unwrap();
-        assert!(matches!(load_from_disk(&binary, 1024), Err(ReadError::Binary { offset: 6, .. })));
+        assert!(matches!(load_from_disk(&binary, 1024, None), Err(ReadError::Binary { offset: 6, .. })));
         let big = dir.path().join("big.txt");
         std::fs::write(&big, "x".repeat(2048)).unwrap();
-        assert!(matches!(load_from_disk(&big, 1024), Err(ReadError::TooLarge { size: 2048, limit: 1024, .. })));
+        assert!(matches!(load_from_disk(&big, 1024, None), Err(ReadError::TooLarge { size: 2048, limit: 1024, .. })));
         let latin1 = dir.path().join("latin1.txt");
         std::fs::write(&latin1, b"caf\xe9\n").unwrap();
-        let text = load_from_disk(&latin1, 1024).unwrap();
+        let text = load_from_disk(&latin1, 1024, None).unwrap();
         assert_eq!(text.text.to_string(), "caf\u{fffd}\n");
         assert!(matches!(text.origin, Origin::Disk { lossy: true, .. }));
     }

@@ -400,4 +400,6 @@ fn validate(
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::documents::{BINARY_PROBE_BYTES, ReadError};
+use crate::workspace::open::open_regular;
 
 /// Suffix of filepuff's temporary files.
 const TEMP_SUFFIX: &str = ".filepuff-tmp";
@@ -36,6 +37,11 @@ pub enum WriteError {
     Read(#[from] ReadError),
     #[error("{path} is not valid UTF-8 (first invalid byte at offset {offset}); editing it would corrupt it")]
     NotUtf8 { path: PathBuf, offset: usize },
+    /// The file is not writable by this process (no write permission for us, or no write bit
+    /// at all — even for root, as editors treat a read-only file): replacing it by a rename
+    /// would ignore that, so it is refused.
+    #[error("{path} is read-only (mode {mode:o})")]
+    ReadOnly { path: PathBuf, mode: u32 },
     #[error("cannot write {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -50,33 +56,29 @@ pub struct LockedFile {
 
 impl LockedFile {
     /// Opens and locks `path`, waiting for other holders. The path must name a regular file no
-    /// larger than `max_bytes`.
+    /// larger than `max_bytes`; it is opened without following a symlink or blocking and checked
+    /// on the descriptor ([`open_regular`]: a regular file, and under `root` when given and the
+    /// path is under it).
     ///
-    /// Errors: [`ReadError`]s as for reading (not found, directory, not a regular file, too
-    /// large), [`WriteError::Io`] when the file cannot be opened or locked.
-    pub fn open(path: &Path, max_bytes: u64) -> Result<LockedFile, WriteError> {
+    /// Errors: [`ReadError`]s as for reading (not found, directory, not a regular file, escaped
+    /// the root, too large), [`WriteError::Io`] when the file cannot be opened or locked.
+    pub fn open(path: &Path, max_bytes: u64, root: Option<&Path>) -> Result<LockedFile, WriteError> {
         let io = |source: std::io::Error| match source.kind() {
             std::io::ErrorKind::NotFound => WriteError::Read(ReadError::NotFound { path: path.to_path_buf() }),
             _ => WriteError::Io { path: path.to_path_buf(), source },
         };
         for _ in 0..1000 {
-            let metadata = std::fs::metadata(path).map_err(io)?;
-            if metadata.is_dir() {
-                return Err(ReadError::IsDirectory { path: path.to_path_buf() }.into());
-            }
-            if !metadata.is_file() {
-                return Err(ReadError::NotRegularFile { path: path.to_path_buf() }.into());
-            }
+            let (file, metadata) = open_regular(path, root).map_err(|err| ReadError::from_open(err, path))?;
             if metadata.len() > max_bytes {
                 return Err(
                     ReadError::TooLarge { path: path.to_path_buf(), size: metadata.len(), limit: max_bytes }.into()
                 );
             }
-            let file = File::open(path).map_err(io)?;
             file.lock().map_err(io)?;
             let locked = file.metadata().map_err(io)?;
-            // Still the file the path names? (A holder before us may have renamed a new one in.)
-            match std::fs::metadata(path) {
+            // Still the file the path names? (A holder before us may have renamed a new one in;
+            // a symlink put in its place is not it.)
+            match std::fs::symlink_metadata(path) {
                 Ok(now) if now.dev() == locked.dev() && now.ino() == locked.ino() => {
                     return Ok(LockedFile { file, path: path.to_path_buf(), metadata: locked });
                 }
@@ -121,8 +123,14 @@ impl LockedFile {
     /// The first half of [`LockedFile::replace`]: `content` durable in a temporary file beside
     /// this one, with its permissions. Nothing visible changes until [`LockedFile::commit`];
     /// dropping the result removes the temporary file. Multi-file edits stage every file first.
+    ///
+    /// Errors: [`WriteError::ReadOnly`] when the file may not be written (checked first: a
+    /// rename would replace it regardless of its mode), [`WriteError::Io`].
     pub fn stage(&self, content: &[u8]) -> Result<tempfile::NamedTempFile, WriteError> {
         let io = |source: std::io::Error| WriteError::Io { path: self.path.clone(), source };
+        if !self.writable() {
+            return Err(WriteError::ReadOnly { path: self.path.clone(), mode: self.metadata.mode() & 0o7777 });
+        }
         let dir = self.dir();
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         remove_stale_temps(dir, &name);
@@ -152,6 +160,18 @@ impl LockedFile {
         staged.persist(&self.path).map_err(|err| io(err.error))?;
         File::open(self.dir()).and_then(|d| d.sync_all()).map_err(io)?;
         Ok(())
+    }
+
+    /// Whether this process may write the file: `access(W_OK)` with the effective ids (which
+    /// also says no for a read-only file system), and some write bit set — root passes
+    /// `access` whatever the mode, but a 0444 file is read-only to editors run as root too.
+    fn writable(&self) -> bool {
+        if self.metadata.mode() & 0o222 == 0 {
+            return false;
+        }
+        let Ok(path) = std::ffi::CString::new(self.path.as_os_str().as_encoded_bytes()) else { return false };
+        // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+        unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
     }
 
     fn dir(&self) -> &Path {
@@ -192,7 +212,7 @@ mod tests {
         let other = dir.path().join(".run.sh.x.AbC123.filepuff-tmp");
         std::fs::write(&other, "not ours").unwrap();
 
-        let mut locked = LockedFile::open(&path, 1 << 20).unwrap();
+        let mut locked = LockedFile::open(&path, 1 << 20, None).unwrap();
         assert_eq!(locked.read_text(1 << 20).unwrap(), "echo old\n");
         locked.replace(b"echo new\n").unwrap();
         drop(locked);
@@ -212,7 +232,7 @@ mod tests {
             .map(|i| {
                 let path = path.clone();
                 std::thread::spawn(move || {
-                    let mut locked = LockedFile::open(&path, 1 << 20).unwrap();
+                    let mut locked = LockedFile::open(&path, 1 << 20, None).unwrap();
                     let text = locked.read_text(1 << 20).unwrap();
                     locked.replace(format!("{text}{i}\n").as_bytes()).unwrap();
                 })
@@ -232,13 +252,41 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let latin1 = dir.path().join("l.txt");
         std::fs::write(&latin1, b"caf\xe9\n").unwrap();
-        let err = LockedFile::open(&latin1, 1 << 20).unwrap().read_text(1 << 20).unwrap_err();
+        let err = LockedFile::open(&latin1, 1 << 20, None).unwrap().read_text(1 << 20).unwrap_err();
         assert!(matches!(err, WriteError::NotUtf8 { offset: 3, .. }), "{err:?}");
         let binary = dir.path().join("b.bin");
         std::fs::write(&binary, b"a\0b").unwrap();
-        let err = LockedFile::open(&binary, 1 << 20).unwrap().read_text(1 << 20).unwrap_err();
+        let err = LockedFile::open(&binary, 1 << 20, None).unwrap().read_text(1 << 20).unwrap_err();
         assert!(matches!(err, WriteError::Read(ReadError::Binary { offset: 1, .. })));
-        let err = LockedFile::open(dir.path(), 1 << 20).unwrap_err();
+        let err = LockedFile::open(dir.path(), 1 << 20, None).unwrap_err();
         assert!(matches!(err, WriteError::Read(ReadError::IsDirectory { .. })));
+    }
+
+    #[test]
+    fn a_read_only_file_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ro.txt");
+        std::fs::write(&path, "keep\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let locked = LockedFile::open(&path, 1 << 20, None).unwrap();
+        let err = locked.replace(b"changed\n").unwrap_err();
+        assert!(matches!(err, WriteError::ReadOnly { mode: 0o444, .. }), "{err:?}");
+        drop(locked);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep\n");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o444);
+    }
+
+    #[test]
+    fn a_symlink_or_fifo_swapped_in_is_not_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("target.txt"), "x\n").unwrap();
+        std::os::unix::fs::symlink(root.join("target.txt"), root.join("link.txt")).unwrap();
+        let err = LockedFile::open(&root.join("link.txt"), 1 << 20, Some(&root)).unwrap_err();
+        assert!(matches!(err, WriteError::Read(ReadError::NotRegularFile { .. })), "{err:?}");
+        let fifo = std::ffi::CString::new(root.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = LockedFile::open(&root.join("fifo"), 1 << 20, Some(&root)).unwrap_err();
+        assert!(matches!(err, WriteError::Read(ReadError::NotRegularFile { .. })), "{err:?}");
     }
 }

@@ -161,7 +161,7 @@ impl Engine {
         }
         let max_bytes = self.workspace.config().limits.max_file_bytes;
         let write = |source| CommitError::Write { shown: shown.to_owned(), source };
-        let mut file = LockedFile::open(id.path(), max_bytes).map_err(write)?;
+        let mut file = LockedFile::open(id.path(), max_bytes, Some(self.workspace.root())).map_err(write)?;
         let text = file.read_text(max_bytes).map_err(write)?;
         Ok(Base::Locked { file: Box::new(file), text })
     }
@@ -209,7 +209,8 @@ impl Engine {
             let lock = match lock {
                 Some(lock) => *lock,
                 None => {
-                    let mut lock = LockedFile::open(id.path(), max_bytes).map_err(write)?;
+                    let mut lock =
+                        LockedFile::open(id.path(), max_bytes, Some(self.workspace.root())).map_err(write)?;
                     if lock.read_text(max_bytes).map_err(write)? != text {
                         return Err(CommitError::Stale { shown });
                     }
@@ -259,7 +260,7 @@ impl Engine {
                     let save = self.workspace.config().lsp.save_agent_edits;
                     for (index, id, shown, _, _, _) in &buffers {
                         if save {
-                            save_text(id.path(), &new_texts[*index], max_bytes)
+                            save_text(id.path(), &new_texts[*index], max_bytes, self.workspace.root())
                                 .map_err(|source| CommitError::Write { shown: shown.clone(), source })?;
                         }
                         let version = self.documents.get(id).map(|d| d.version);
@@ -358,7 +359,7 @@ impl Engine {
         let mut landings = vec![Landing::Disk; new_texts.len()];
         for (index, id, file) in files {
             if save {
-                save_text(id.path(), &new_texts[index], max_bytes)
+                save_text(id.path(), &new_texts[index], max_bytes, self.workspace.root())
                     .map_err(|source| CommitError::Write { shown: file, source })?;
             }
             let version = self.documents.get(&id).map(|d| d.version);
@@ -369,8 +370,8 @@ impl Engine {
 }
 
 /// Writes `text` to `path` atomically under its lock (`[lsp] save_agent_edits`).
-fn save_text(path: &Path, text: &str, max_bytes: u64) -> Result<(), WriteError> {
-    LockedFile::open(path, max_bytes)?.replace(text.as_bytes())
+fn save_text(path: &Path, text: &str, max_bytes: u64, root: &Path) -> Result<(), WriteError> {
+    LockedFile::open(path, max_bytes, Some(root))?.replace(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -25,9 +25,6 @@ use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
 pub use commit::{Approval, Base, CommitError, CommitOutcome, FileEdit, Landing};
 
-/// Parse trees kept in the syntax cache.
-const SYNTAX_CACHE_CAPACITY: usize = 512;
-
 /// The shared state behind every tool.
 #[derive(Debug)]
 pub struct Engine {
@@ -116,12 +113,13 @@ pub trait Editor: Send + Sync + std::fmt::Debug {
 impl Engine {
     /// An Engine over `workspace` with no open documents.
     pub fn new(workspace: Workspace) -> Engine {
-        let documents = Arc::new(DocumentStore::new());
+        let documents = Arc::new(DocumentStore::confined_to(workspace.root()));
+        let syntax = SyntaxCache::new(workspace.config().limits.syntax_cache_bytes);
         let backends = Backends::new(workspace.root(), workspace.config(), documents.clone());
         Engine {
             workspace,
             documents,
-            syntax: SyntaxCache::new(SYNTAX_CACHE_CAPACITY),
+            syntax,
             backends,
             graph: Mutex::new(None),
             index: Mutex::new(None),

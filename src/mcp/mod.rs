@@ -9,7 +9,10 @@
 mod graph;
 mod index;
 mod local;
+mod stdio;
 mod toolsets;
+
+pub use stdio::{GuardedTransport, MAX_LINE_BYTES};
 
 use std::sync::Arc;
 
@@ -23,6 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::attach::DiskNotice;
+use crate::cancel::CancelFlag;
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;
 use crate::tools::{
@@ -268,14 +272,43 @@ impl ServerHandler for McpServer {
         if let Some(refused) = toolsets::disabled_tool_result(&self.toolsets, &request.name) {
             return Ok(rmcp::model::CallToolResponse::Complete(refused));
         }
+        // The call's cancellation token (cancelled on `notifications/cancelled`) reaches `run`,
+        // which stops the tool's loops with it.
+        let token = context.ct.clone();
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        let mut response = self.tool_router.call(call).await?;
+        let mut response = CALL_CANCELLED.scope(token, self.tool_router.call(call)).await?;
         if let rmcp::model::CallToolResponse::Complete(result) = &mut response
             && let Some(note) = self.disk_notice.as_ref().and_then(DiskNotice::note)
         {
             mark_disk_source(result, &note);
         }
         Ok(response)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        // Every tool is on one page and no nextCursor is ever given, so any cursor is one this
+        // server did not issue: -32602 (MCP 2025-11-25, "Pagination": invalid cursors SHOULD be
+        // Invalid params).
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            return Err(ErrorData::invalid_params(
+                "invalid cursor: tools/list returns every tool on one page and gives no nextCursor",
+                Some(serde_json::json!({ "cursor": cursor })),
+            ));
+        }
+        let cache_hints =
+            context.protocol_version().is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools: self.tool_router.list_all(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
+        })
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -291,9 +324,30 @@ impl ServerHandler for McpServer {
     }
 }
 
+tokio::task_local! {
+    /// The cancellation token of the tool call being handled (set by `call_tool`).
+    static CALL_CANCELLED: tokio_util::sync::CancellationToken;
+}
+
+/// Raises a [`CancelFlag`] when dropped unless disarmed: a tool call whose handler is dropped
+/// (its client gone) stops its work too.
+struct CancelOnDrop(Option<CancelFlag>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(flag) = self.0.take() {
+            flag.cancel();
+        }
+    }
+}
+
 /// Parses a tool's arguments, runs the tool on the blocking pool and turns its outcome into a
 /// tool result. Arguments are parsed here rather than by rmcp so that a wrong argument is a
 /// structured `PARAMS_INVALID` error like every other failure.
+///
+/// The tool runs under a [`CancelFlag`] ([`CancelFlag::scope`]) raised when the client cancels
+/// the request (`notifications/cancelled`) or the handler is dropped: its walks stop at the
+/// next file, and the (unsent) answer is whatever it had.
 async fn run<P, O>(
     engine: &Arc<Engine>,
     arguments: JsonObject,
@@ -311,10 +365,23 @@ where
         Err(err) => return error_result(&ToolError::invalid_params(&err.to_string())),
     };
     let engine = engine.clone();
+    let flag = CancelFlag::new();
+    let mut guard = CancelOnDrop(Some(flag.clone()));
+    let watcher = CALL_CANCELLED.try_with(|token| token.clone()).ok().map(|token| {
+        let flag = flag.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
+            flag.cancel();
+        })
+    });
     let joined = tokio::task::spawn_blocking(move || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine, params)))
+        flag.scope(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine, params))))
     })
     .await;
+    guard.0 = None;
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
     let outcome = match joined {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),
@@ -472,7 +539,9 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Serves MCP over stdin/stdout, with the tools of `toolsets`, until the client disconnects;
 /// with `notice`, results say when they come from disk while an editor runs
-/// ([`McpServer::with_disk_notice`]).
+/// ([`McpServer::with_disk_notice`]). The stream is read through [`GuardedTransport`]:
+/// malformed lines are answered, messages before `initialize` that need no answer are ignored,
+/// and neither ends the session.
 pub async fn serve_stdio(
     engine: Arc<Engine>,
     toolsets: ToolsetSelection,
@@ -482,7 +551,8 @@ pub async fn serve_stdio(
     if let Some(notice) = notice {
         server = server.with_disk_notice(notice);
     }
-    let service = server.serve(rmcp::transport::stdio()).await?;
+    let transport = GuardedTransport::new(tokio::io::stdin(), tokio::io::stdout());
+    let service = server.serve(transport).await?;
     service.waiting().await?;
     Ok(())
 }

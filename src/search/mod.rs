@@ -265,6 +265,13 @@ pub(crate) fn build_types(names: &[String]) -> Result<Types, SearchError> {
     builder.build().map_err(|err| SearchError::UnknownFileType { name: err.to_string(), known: Vec::new() })
 }
 
+/// Opens a file the walk found (`path` under the root, symlinks resolved) for reading, as
+/// [`crate::workspace::open::open_regular`] does: `None` when it is no longer a regular file
+/// really under the root, or cannot be opened.
+pub(crate) fn open_walked(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
+    crate::workspace::open::open_regular(path, Some(workspace.root())).ok().map(|(file, _)| file)
+}
+
 pub(crate) fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks: bool) -> Option<ResolvedPath> {
     if follow_symlinks {
         // A followed link may lead outside the root: the sandbox decides.

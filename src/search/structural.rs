@@ -76,14 +76,20 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
     };
     let scanned = AtomicUsize::new(0);
     let parsed_count = AtomicUsize::new(0);
+    // The call's cancellation (MCP `notifications/cancelled`), checked before each file.
+    let cancel = crate::cancel::CancelFlag::current();
 
     walk.build_parallel().run(|| {
         let collector = &collector;
         let open_paths = &open_paths;
         let scanned = &scanned;
         let parsed_count = &parsed_count;
+        let cancel = &cancel;
         let mut buffer = Vec::new();
         Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
             let Ok(entry) = entry else { return WalkState::Continue };
             if !entry.file_type().is_some_and(|t| t.is_file()) || Language::from_path(entry.path()) != Some(language) {
                 return WalkState::Continue;
@@ -99,7 +105,11 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
             }
             scanned.fetch_add(1, Ordering::Relaxed);
             buffer.clear();
-            if std::fs::File::open(entry.path()).and_then(|mut f| f.read_to_end(&mut buffer)).is_err() {
+            // Opened without following a symlink or blocking, checked on the descriptor; never
+            // read past the size limit (the file may have grown since the walk's stat).
+            let Some(file) = super::open_walked(workspace, &resolved.absolute) else { return WalkState::Continue };
+            let limit = config.limits.max_file_bytes;
+            if file.take(limit + 1).read_to_end(&mut buffer).is_err() || buffer.len() as u64 > limit {
                 return WalkState::Continue;
             }
             if !request.query.may_match(&buffer)
@@ -116,6 +126,9 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
 
     // Open buffers of the language inside the searched paths, in their live text.
     for path in open_paths {
+        if cancel.is_cancelled() {
+            break;
+        }
         if !roots.iter().any(|root| path.starts_with(root)) {
             continue;
         }

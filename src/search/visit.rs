@@ -165,14 +165,16 @@ where
     let files_visited = AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let limit = config.limits.max_file_bytes;
+    // The call's cancellation (MCP `notifications/cancelled`), checked before each file.
+    let cancel = crate::cancel::CancelFlag::current();
 
     walk.build_parallel().run(|| {
         let mut state = init();
         let mut buffer = Vec::new();
-        let (open_paths, visited_open, files_visited, stop, visit) =
-            (&open_paths, &visited_open, &files_visited, &stop, &visit);
+        let (open_paths, visited_open, files_visited, stop, visit, cancel) =
+            (&open_paths, &visited_open, &files_visited, &stop, &visit, &cancel);
         Box::new(move |entry| {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
                 return WalkState::Quit;
             }
             let Ok(entry) = entry else { return WalkState::Continue };
@@ -195,7 +197,9 @@ where
                 visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
                 return WalkState::Continue;
             }
-            let Ok(file) = std::fs::File::open(path) else { return WalkState::Continue };
+            // Opened without following a symlink or blocking on a FIFO, and checked on the
+            // descriptor: the entry may have been swapped since the walk saw it.
+            let Some(file) = super::open_walked(workspace, path) else { return WalkState::Continue };
             let keep_going = if stream {
                 let mut text = DiskText::new(file, &mut buffer, limit);
                 let keep_going = visit(&mut state, path, None, FileText::Stream(&mut text));
@@ -221,7 +225,7 @@ where
     let mut open: Vec<PathBuf> = open_paths.into_iter().collect();
     open.sort();
     for path in open {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
             break;
         }
         let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);

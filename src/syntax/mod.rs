@@ -9,8 +9,8 @@ pub mod pattern;
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ast_grep_core::AstGrep;
 use ast_grep_core::tree_sitter::StrDoc;
@@ -28,6 +28,39 @@ pub struct ParsedFile {
     pub tree: AstGrep<StrDoc<SupportLang>>,
     /// The same text as a rope, for line numbers (the position module works on ropes).
     pub text: Rope,
+    /// Declared last, so dropped after the tree: gives a big tree's memory back to the system.
+    _release: ReleaseOnDrop,
+}
+
+/// Source bytes from which a parse tree is big enough (~30 MB and more by [`estimated_bytes`])
+/// that its memory is handed back to the system when it is dropped.
+const RELEASE_FROM_BYTES: usize = 1 << 20;
+
+/// Calls glibc's `malloc_trim` when dropped, if `big`. tree-sitter allocates a tree as millions
+/// of small blocks; freed, they stay in the allocator's arenas (one per thread that parsed),
+/// and the process keeps the memory of trees long evicted — three 5 MB minified files, parsed
+/// on three tool threads, kept over 1 GB resident with one tree cached. Trimming after a big
+/// tree dies returns those pages.
+struct ReleaseOnDrop {
+    big: bool,
+}
+
+impl ReleaseOnDrop {
+    fn for_text(bytes: usize) -> ReleaseOnDrop {
+        ReleaseOnDrop { big: bytes >= RELEASE_FROM_BYTES }
+    }
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        if self.big {
+            // SAFETY: malloc_trim only returns free memory of the allocator to the system.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for ParsedFile {
@@ -63,7 +96,7 @@ pub fn parse(language: Language, text: &Rope) -> Option<ParsedFile> {
     let grammar = grammar(language)?;
     let source = text.to_string();
     let tree = AstGrep::try_new(&source, grammar).ok()?;
-    Some(ParsedFile { language, tree, text: text.clone() })
+    Some(ParsedFile { language, tree, text: text.clone(), _release: ReleaseOnDrop::for_text(source.len()) })
 }
 
 /// A syntax error tree-sitter recovered from: an `ERROR` node (text it could not fit) or a
@@ -113,15 +146,23 @@ pub fn reparse_edited(parsed: &ParsedFile, range: std::ops::Range<usize>, new_te
     };
     tree.edit(edit).ok()?;
     let text = Rope::from_str(tree.get_text());
-    Some(ParsedFile { language: parsed.language, tree, text })
+    let release = ReleaseOnDrop::for_text(text.len_bytes());
+    Some(ParsedFile { language: parsed.language, tree, text, _release: release })
 }
 
 /// Parse trees by path, reused while the text is unchanged (keyed by a content hash, so a
-/// buffer edit or a disk change is a miss). Bounded: the least recently used entry goes first.
+/// buffer edit or a disk change is a miss). Bounded by an estimate of the memory the trees keep
+/// ([`estimated_bytes`]), least recently used out first; a tree larger than the whole budget is
+/// returned but not kept.
 #[derive(Debug)]
 pub struct SyntaxCache {
     entries: DashMap<PathBuf, CacheEntry>,
-    capacity: usize,
+    /// Estimated bytes all entries may keep.
+    budget: usize,
+    /// Estimated bytes the entries keep now; changed only under `writing`.
+    used: AtomicUsize,
+    /// Held while entries are added or removed, so `used` stays their sum.
+    writing: Mutex<()>,
     clock: AtomicU64,
 }
 
@@ -129,13 +170,21 @@ pub struct SyntaxCache {
 struct CacheEntry {
     key: (Language, u64, usize),
     parsed: Arc<ParsedFile>,
+    /// [`estimated_bytes`] of `parsed`.
+    bytes: usize,
     last_used: AtomicU64,
 }
 
 impl SyntaxCache {
-    /// A cache holding at most `capacity` parse trees.
-    pub fn new(capacity: usize) -> SyntaxCache {
-        SyntaxCache { entries: DashMap::new(), capacity: capacity.max(1), clock: AtomicU64::new(0) }
+    /// A cache whose trees keep at most `budget` bytes by [`estimated_bytes`].
+    pub fn new(budget: usize) -> SyntaxCache {
+        SyntaxCache {
+            entries: DashMap::new(),
+            budget,
+            used: AtomicUsize::new(0),
+            writing: Mutex::new(()),
+            clock: AtomicU64::new(0),
+        }
     }
 
     /// The parse tree of `text` (the current content of `path`), from the cache or fresh.
@@ -149,11 +198,7 @@ impl SyntaxCache {
             return Some(entry.parsed.clone());
         }
         let parsed = Arc::new(parse(language, text)?);
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
-            self.evict_oldest();
-        }
-        self.entries
-            .insert(path.to_path_buf(), CacheEntry { key, parsed: parsed.clone(), last_used: AtomicU64::new(now) });
+        self.store(path, key, parsed.clone(), now);
         Some(parsed)
     }
 
@@ -162,10 +207,7 @@ impl SyntaxCache {
     pub fn insert(&self, path: &Path, parsed: Arc<ParsedFile>) {
         let key = (parsed.language, content_hash(&parsed.text), parsed.text.len_bytes());
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(path) {
-            self.evict_oldest();
-        }
-        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, last_used: AtomicU64::new(now) });
+        self.store(path, key, parsed, now);
     }
 
     /// Number of cached trees.
@@ -178,16 +220,62 @@ impl SyntaxCache {
         self.entries.is_empty()
     }
 
-    fn evict_oldest(&self) {
+    /// Estimated bytes the cached trees keep (at most the budget).
+    pub fn estimated_bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `parsed` as `path`'s tree (replacing an older one), then evicts the least recently
+    /// used others until the budget holds. A tree over the whole budget replaces nothing and is
+    /// not kept.
+    fn store(&self, path: &Path, key: (Language, u64, usize), parsed: Arc<ParsedFile>, now: u64) {
+        let bytes = estimated_bytes(&parsed);
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, old)) = self.entries.remove(path) {
+            self.used.fetch_sub(old.bytes, Ordering::Relaxed);
+        }
+        if bytes > self.budget {
+            return;
+        }
+        while self.used.load(Ordering::Relaxed) + bytes > self.budget && self.evict_oldest() {}
+        self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, bytes, last_used: AtomicU64::new(now) });
+    }
+
+    /// Removes the least recently used entry; false when there is none. Call under `writing`.
+    fn evict_oldest(&self) -> bool {
         let oldest = self
             .entries
             .iter()
             .min_by_key(|entry| entry.last_used.load(Ordering::Relaxed))
             .map(|entry| entry.key().clone());
-        if let Some(path) = oldest {
-            self.entries.remove(&path);
+        let Some(path) = oldest else { return false };
+        if let Some((_, old)) = self.entries.remove(&path) {
+            self.used.fetch_sub(old.bytes, Ordering::Relaxed);
         }
+        true
     }
+}
+
+/// Estimated heap bytes per node of a parse tree (tree-sitter's visible-descendant count, O(1)
+/// to read), in [`estimated_bytes`].
+pub const TREE_BYTES_PER_NODE: usize = 80;
+
+/// Estimated heap bytes per source byte of a [`ParsedFile`] (the source the tree holds, the
+/// rope, and tree-sitter's memory that grows with text rather than with visible nodes), in
+/// [`estimated_bytes`].
+pub const TREE_BYTES_PER_SOURCE_BYTE: usize = 14;
+
+/// What `parsed` keeps in memory, in bytes, estimated as `14 × source bytes + 80 × nodes`.
+/// tree-sitter has no measure of its own; the factors were fitted to the heap (glibc
+/// `mallinfo2`) a parse kept for eight files — Go (`net/http/server.go`, the 1.9 MB
+/// `rewriteAMD64.go`), Python (`typing.py`), C (`stdio.h`), Rust (`regex-syntax`'s parser),
+/// JavaScript (`typescript.js`, 9.1 MB, and its 3.6 MB minified form), an 8.8 MB JSON file —
+/// which kept 17–58 bytes per source byte (the minified file the most) or 72–204 bytes per
+/// visible node; this estimate is within 0.7–1.45× of each. See `measure_parse_memory`.
+pub fn estimated_bytes(parsed: &ParsedFile) -> usize {
+    let nodes = parsed.tree.root().get_inner_node().descendant_count();
+    parsed.text.len_bytes() * TREE_BYTES_PER_SOURCE_BYTE + nodes * TREE_BYTES_PER_NODE
 }
 
 fn content_hash(text: &Rope) -> u64 {
@@ -217,7 +305,8 @@ mod tests {
 
     #[test]
     fn cache_hits_until_the_text_changes_and_stays_bounded() {
-        let cache = SyntaxCache::new(2);
+        let one = estimated_bytes(&parse(Language::Go, &Rope::from_str("package a\nfunc A() {}\n")).unwrap());
+        let cache = SyntaxCache::new(2 * one);
         let path = Path::new("/w/a.go");
         let v1 = Rope::from_str("package a\nfunc A() {}\n");
         let first = cache.parse(path, Language::Go, &v1).unwrap();
@@ -229,6 +318,61 @@ mod tests {
         cache.parse(Path::new("/w/b.go"), Language::Go, &v1).unwrap();
         cache.parse(Path::new("/w/c.go"), Language::Go, &v1).unwrap();
         assert_eq!(cache.len(), 2);
+        assert!(cache.estimated_bytes() <= 2 * one);
         assert!(cache.parse(Path::new("/w/x.toml"), Language::Toml, &v1).is_none());
+    }
+
+    /// Issue 16: three 5 MB minified files kept 1.48 GB, the cache being bounded by count.
+    #[test]
+    fn the_parse_cache_is_bounded_by_bytes_not_count() {
+        // A "minified" file: one long line of many small statements.
+        let minified = Rope::from_str(&"var a=b+c*d,e=[1,2,3];f(a,e);".repeat(20_000));
+        let big = estimated_bytes(&parse(Language::JavaScript, &minified).unwrap());
+        assert!(big > 14 * minified.len_bytes(), "{big}");
+        let cache = SyntaxCache::new(big * 2 + big / 2);
+        for name in ["/w/a.min.js", "/w/b.min.js", "/w/c.min.js"] {
+            assert!(cache.parse(Path::new(name), Language::JavaScript, &minified).is_some());
+            assert!(cache.estimated_bytes() <= big * 2 + big / 2);
+        }
+        assert_eq!(cache.len(), 2, "the least recently used tree went");
+        assert!(cache.entries.get(Path::new("/w/a.min.js")).is_none());
+        // A tree over the whole budget is parsed and returned, but not kept.
+        let small = SyntaxCache::new(big / 2);
+        assert!(small.parse(Path::new("/w/a.min.js"), Language::JavaScript, &minified).is_some());
+        assert_eq!((small.len(), small.estimated_bytes()), (0, 0));
+    }
+
+    /// The measurement behind [`TREE_BYTES_PER_NODE`] and [`TREE_BYTES_PER_SOURCE_BYTE`]: the
+    /// heap a parsed file keeps (tree-sitter's C allocations and ours, through glibc's
+    /// `mallinfo2`), against its source bytes and its tree's node count.
+    /// `FILEPUFF_MEASURE_FILES=a.go:b.min.js cargo test measure_parse_memory -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn measure_parse_memory() {
+        fn allocated() -> usize {
+            // SAFETY: mallinfo2 only reads the allocator's counters.
+            let info = unsafe { libc::mallinfo2() };
+            info.uordblks + info.hblkhd
+        }
+        let files = std::env::var("FILEPUFF_MEASURE_FILES").unwrap_or_default();
+        for path in files.split(':').filter(|p| !p.is_empty()) {
+            let source = std::fs::read_to_string(path).unwrap();
+            let language = Language::from_path(Path::new(path)).unwrap();
+            let before = allocated();
+            let text = Rope::from_str(&source);
+            let parsed = parse(language, &text).unwrap();
+            drop(text);
+            let kept = allocated().saturating_sub(before);
+            let bytes = parsed.text.len_bytes();
+            let nodes = parsed.tree.root().get_inner_node().descendant_count();
+            let estimate = estimated_bytes(&parsed);
+            println!(
+                "{path}: {bytes} B, {nodes} nodes, kept {kept} B = {:.1}/byte, {:.1}/node; estimate {estimate} B ({:.2}x)",
+                kept as f64 / bytes as f64,
+                kept as f64 / nodes as f64,
+                estimate as f64 / kept as f64,
+            );
+        }
     }
 }

@@ -75,8 +75,13 @@ pub struct EditOutput {
     pub changed: bool,
     /// The span the selector chose.
     pub target: EditTarget,
-    /// Unified diff of the change (3 lines of context).
+    /// Unified diff of the change (3 lines of context), bounded by `[limits] max_output_chars`:
+    /// lines over 2000 characters are cut with a marker saying how many characters were left
+    /// out, and past the budget a last line says how many lines were (the edit is whole).
     pub diff: String,
+    /// Whether the diff was cut (see `diff`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub diff_truncated: bool,
     /// Content hash before the edit (`sha256:…`).
     pub old_hash: String,
     /// Content hash after the edit (the would-be hash for a preview).
@@ -149,10 +154,10 @@ pub fn edit_preview(engine: &Engine, params: EditParams) -> Result<EditOutput, T
 /// Runs `edit_apply`.
 ///
 /// Errors: path errors (1001–1005); 1101 not found, 1102 directory, 1103 binary, 1104 too
-/// large; 1105 a selector line past the end; 3002 unknown selector_kind; 5001–5013 (see
+/// large; 1105 a selector line past the end; 3002 unknown selector_kind; 5001–5015 (see
 /// `docs/ERROR_CODES.md`): no or conflicting selectors, missing content, no match, ambiguous
 /// match, index out of range, new syntax errors, stale hash, invalid UTF-8, write failure, a
-/// buffer that changed meanwhile. A refused edit writes nothing.
+/// buffer that changed meanwhile, a read-only file. A refused edit writes nothing.
 pub fn edit_apply(engine: &Engine, params: EditParams) -> Result<EditOutput, ToolError> {
     run(engine, params, true)
 }
@@ -187,7 +192,8 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     let planned =
         edits::plan(&source, language, parsed.as_deref(), params.operation, params.new_content.as_deref(), &selector)
             .map_err(|err| edit_error(err, &shown))?;
-    let mut output = output(&shown, &params, &source, &planned, old_hash);
+    let budget = workspace.config().limits.max_output_chars;
+    let mut output = output(&shown, &params, &source, &planned, old_hash, budget);
     if !(apply && output.changed) {
         return Ok(output);
     }
@@ -329,7 +335,14 @@ fn check_hash(params: &EditParams, current: &str, shown: &str) -> Result<(), Too
     }
 }
 
-fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit, old_hash: String) -> EditOutput {
+fn output(
+    shown: &str,
+    params: &EditParams,
+    source: &str,
+    planned: &PlannedEdit,
+    old_hash: String,
+    budget: usize,
+) -> EditOutput {
     let diff = similar::TextDiff::from_lines(source, planned.new_text.as_str());
     let (mut added, mut removed) = (0, 0);
     for change in diff.iter_all_changes() {
@@ -339,8 +352,9 @@ fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit,
             similar::ChangeTag::Equal => {}
         }
     }
-    let unified =
-        diff.unified_diff().context_radius(3).header(&format!("a/{shown}"), &format!("b/{shown}")).to_string();
+    let mut bounded = super::diff::BoundedDiff::new(budget, super::diff::DIFF_LINE_CHARS);
+    bounded.add_diff(&diff, shown);
+    let unified = bounded.finish();
     let changed = planned.new_text != source;
     EditOutput {
         file: shown.to_owned(),
@@ -355,7 +369,8 @@ fn output(shown: &str, params: &EditParams, source: &str, planned: &PlannedEdit,
             name: planned.target.name.clone(),
             candidates: planned.candidates,
         },
-        diff: unified,
+        diff: unified.text,
+        diff_truncated: unified.truncated,
         new_hash: if changed { documents::content_hash(planned.new_text.as_bytes()) } else { old_hash.clone() },
         old_hash,
         written_to: None,
@@ -496,6 +511,13 @@ fn write_error(err: WriteError, shown: &str) -> ToolError {
         )
         .with("path", shown)
         .with("offset", offset),
+        WriteError::ReadOnly { mode, .. } => ToolError::new(
+            ErrorCode::EditFileReadOnly,
+            format!("{shown} is read-only (mode {mode:o}); it was not changed"),
+            "Make the file writable (chmod u+w) if it is meant to be edited; read-only files are never replaced.",
+        )
+        .with("path", shown)
+        .with("mode", format!("{mode:o}")),
         WriteError::Io { source, .. } => ToolError::new(
             ErrorCode::EditWriteFailed,
             format!("cannot write {shown}: {source}"),

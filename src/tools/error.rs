@@ -69,6 +69,7 @@ pub enum ErrorCode {
     EditWriteFailed = 5012,
     EditBufferChanged = 5013,
     EditEditorUnavailable = 5014,
+    EditFileReadOnly = 5015,
     QueryPatternInvalid = 6001,
     QueryLanguageUnknown = 6002,
     QueryNameRegexInvalid = 6003,
@@ -93,7 +94,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 61] = [
+    pub const ALL: [ErrorCode; 62] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -135,6 +136,7 @@ impl ErrorCode {
         ErrorCode::EditWriteFailed,
         ErrorCode::EditBufferChanged,
         ErrorCode::EditEditorUnavailable,
+        ErrorCode::EditFileReadOnly,
         ErrorCode::QueryPatternInvalid,
         ErrorCode::QueryLanguageUnknown,
         ErrorCode::QueryNameRegexInvalid,
@@ -206,6 +208,7 @@ impl ErrorCode {
             ErrorCode::EditWriteFailed => "EDIT_WRITE_FAILED",
             ErrorCode::EditBufferChanged => "EDIT_BUFFER_CHANGED",
             ErrorCode::EditEditorUnavailable => "EDIT_EDITOR_UNAVAILABLE",
+            ErrorCode::EditFileReadOnly => "EDIT_FILE_READ_ONLY",
             ErrorCode::QueryPatternInvalid => "QUERY_PATTERN_INVALID",
             ErrorCode::QueryLanguageUnknown => "QUERY_LANGUAGE_UNKNOWN",
             ErrorCode::QueryNameRegexInvalid => "QUERY_NAME_REGEX_INVALID",
@@ -394,6 +397,13 @@ pub fn read_error(err: ReadError, shown: &str) -> ToolError {
             "Check the file's permissions.",
         )
         .with("path", shown),
+        ReadError::Escaped { real, .. } => ToolError::new(
+            ErrorCode::PathSymlinkEscape,
+            format!("{shown} leads outside the workspace root through a symlink (to {})", real.display()),
+            "A directory on the path is (or just became) a symlink leading out of the root; use the real location inside the root.",
+        )
+        .with("path", shown)
+        .with("target", real.display().to_string()),
     }
 }
 

@@ -27,6 +27,15 @@ pub struct FileReadParams {
     /// Maximum lines to return, applied after line_start/line_end (default 2000); the result
     /// says where to continue.
     pub max_lines: Option<usize>,
+    /// Character column (1-based) of line_start to start from (default 1): continues a line
+    /// cut by the output budget (next_column_start).
+    pub column_start: Option<usize>,
+    /// Most characters of content to return (default 100000, `[read] max_chars`); the outline
+    /// gets the same budget. A cut result says where to continue.
+    pub max_chars: Option<usize>,
+    /// Top-level outline symbols to skip: continues an outline cut by the budget
+    /// (next_symbols_offset).
+    pub symbols_offset: Option<usize>,
 }
 
 /// Result of `file_read`.
@@ -56,14 +65,22 @@ pub struct FileReadOutput {
     /// The returned lines, line breaks as in the file; absent with symbols_only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    /// Whether max_lines cut the requested range.
+    /// Whether max_lines or the output budget (max_chars) cut the requested range.
     pub truncated: bool,
     /// Where to continue reading when truncated (pass as line_start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_line_start: Option<usize>,
-    /// The symbol outline, when include_ast or symbols_only.
+    /// When the budget cut a line in the middle: the character column (1-based) of
+    /// next_line_start to continue from (pass as column_start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_column_start: Option<usize>,
+    /// The symbol outline, when include_ast or symbols_only (names over 200 characters cut
+    /// with `…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbols: Option<Vec<SymbolInfo>>,
+    /// When the budget cut the outline: the symbols_offset that continues it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_symbols_offset: Option<usize>,
     /// Facts worth knowing about this read (clamped range, invalid UTF-8, no outline support).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -87,14 +104,32 @@ pub struct SymbolInfo {
     pub children: Vec<SymbolInfo>,
 }
 
+/// Characters of a symbol's name or container kept in the outline.
+const MAX_SYMBOL_NAME_CHARS: usize = 200;
+
 /// Runs `file_read`.
 ///
+/// Output is bounded by `max_chars` (default `[read] max_chars`): the content stops at the
+/// last whole line that fits, or, when the first line alone is longer, inside it
+/// (`next_column_start`); the outline stops at the last top-level symbol that fits
+/// (`next_symbols_offset`).
+///
 /// Errors: path errors (1001–1005); 1101 not found; 1102 a directory; 1103 binary; 1104 over
-/// the size limit; 1105 line_start past the end; 1106 an invalid range (0, or end before start).
+/// the size limit; 1105 line_start past the end; 1106 an invalid range (0, or end before start,
+/// or column_start/max_chars 0).
 pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutput, ToolError> {
     let workspace = engine.workspace();
     let resolved = workspace.resolve(&params.path)?;
     let max_bytes = workspace.config().limits.max_file_bytes;
+    let budget = params.max_chars.unwrap_or(workspace.config().read.max_chars);
+    if budget == 0 || params.column_start == Some(0) {
+        return Err(ToolError::new(
+            ErrorCode::LineRangeInvalid,
+            "max_chars and column_start must be at least 1",
+            "Columns are 1-based; leave max_chars out for the default budget.",
+        )
+        .with("path", resolved.relative.as_str()));
+    }
     let source =
         engine.documents().text(&resolved.id(), max_bytes).map_err(|err| read_error(err, &resolved.relative))?;
     let text = &source.text;
@@ -113,6 +148,7 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
 
     let symbols_only = params.symbols_only;
     let include_ast = params.include_ast || symbols_only;
+    let mut next_symbols_offset = None;
     let symbols = include_ast.then(|| {
         let language = source.language;
         match language.and_then(|lang| engine.syntax().parse(&resolved.absolute, lang, text)) {
@@ -120,7 +156,10 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
                 if syntax::outline::has_syntax_errors(&parsed) {
                     notes.push("the parser found syntax errors; the outline may be incomplete".to_owned());
                 }
-                syntax::outline::outline(&parsed).iter().map(symbol_info).collect()
+                let all: Vec<SymbolInfo> = syntax::outline::outline(&parsed).iter().map(symbol_info).collect();
+                let (kept, next) = bound_outline(all, params.symbols_offset.unwrap_or(0), budget, &mut notes);
+                next_symbols_offset = next;
+                kept
             }
             _ => {
                 let name = language.map_or("unknown", |l| l.name());
@@ -142,7 +181,9 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
         content: None,
         truncated: false,
         next_line_start: None,
+        next_column_start: None,
         symbols,
+        next_symbols_offset,
         notes,
     };
     if symbols_only {
@@ -198,8 +239,48 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     let content = if total_lines == 0 {
         String::new()
     } else {
-        let start_byte = text.line_to_byte(line_start - 1);
+        let line_start_byte = text.line_to_byte(line_start - 1);
+        let start_byte = match params.column_start {
+            Some(column) if column > 1 => {
+                let at = position::OneBased { line: to_u32(line_start), column: to_u32(column) };
+                let (offset, fidelity) = position::one_based_to_offset(text, at);
+                if fidelity == position::Fidelity::Clamped {
+                    output.notes.push(format!("column_start {column} is past the end of line {line_start}"));
+                }
+                offset
+            }
+            _ => line_start_byte,
+        };
         let end_byte = text.line_to_byte(line_end.min(text.len_lines()));
+        let (start_char, end_char) = (text.byte_to_char(start_byte), text.byte_to_char(end_byte));
+        let end_byte = if end_char - start_char <= budget {
+            end_byte
+        } else {
+            // The budget ends inside line `cut_line` (0-based): stop before it when some whole
+            // line fits, else cut the first line itself.
+            let cut_char = start_char + budget;
+            let cut_line = text.char_to_line(cut_char);
+            output.truncated = true;
+            if cut_line > line_start - 1 {
+                line_end = cut_line;
+                output.next_line_start = Some(cut_line + 1);
+                text.line_to_byte(cut_line)
+            } else {
+                line_end = line_start;
+                let cut_byte = text.char_to_byte(cut_char);
+                let (at, _) = position::offset_to_one_based(text, cut_byte);
+                let line_chars = position::line_text(text, line_start - 1).map_or(0, |line| line.len_chars());
+                output.next_line_start = Some(line_start);
+                output.next_column_start = Some(at.column as usize);
+                output.notes.push(format!(
+                    "line {line_start} is {line_chars} characters long: cut after character {} by the output budget \
+                     (max_chars {budget}); continue with line_start={line_start}, column_start={}",
+                    at.column - 1,
+                    at.column
+                ));
+                cut_byte
+            }
+        };
         text.byte_slice(start_byte..end_byte).to_string()
     };
     output.line_start = Some(line_start);
@@ -208,11 +289,82 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     Ok(output)
 }
 
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The top-level symbols of `all` from `offset` on that fit in `budget` characters (of JSON,
+/// estimated), at least one; the first one's members are cut when it alone is over. Returns
+/// them and the offset that continues the outline when it was cut, with a note.
+fn bound_outline(
+    all: Vec<SymbolInfo>,
+    offset: usize,
+    budget: usize,
+    notes: &mut Vec<String>,
+) -> (Vec<SymbolInfo>, Option<usize>) {
+    let total = all.len();
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for mut symbol in all.into_iter().skip(offset) {
+        let cost = symbol_chars(&symbol);
+        if used + cost > budget {
+            if kept.is_empty() {
+                let (shown, members) = (symbol.children.len(), count_symbols(&symbol.children));
+                cut_members(&mut symbol, budget);
+                notes.push(format!(
+                    "the outline of {} ({} members) was cut to fit the output budget: read lines {}-{} with include_ast for the rest",
+                    symbol.name, members.max(shown), symbol.start_line, symbol.end_line
+                ));
+                kept.push(symbol);
+            }
+            break;
+        }
+        used += cost;
+        kept.push(symbol);
+    }
+    let next = offset + kept.len();
+    if next < total {
+        notes.push(format!(
+            "outline cut by the output budget: top-level symbols {}-{next} of {total}; continue with symbols_offset={next}",
+            offset + 1
+        ));
+        return (kept, Some(next));
+    }
+    (kept, None)
+}
+
+/// Estimated characters of `symbol` as JSON, members included.
+fn symbol_chars(symbol: &SymbolInfo) -> usize {
+    let own = 90 + symbol.name.len() + symbol.kind.len() + symbol.container.as_ref().map_or(0, |c| c.len() + 14);
+    own + symbol.children.iter().map(symbol_chars).sum::<usize>()
+}
+
+fn count_symbols(symbols: &[SymbolInfo]) -> usize {
+    symbols.iter().map(|s| 1 + count_symbols(&s.children)).sum()
+}
+
+/// Drops `symbol`'s members from the end until it fits in `budget`.
+fn cut_members(symbol: &mut SymbolInfo, budget: usize) {
+    let mut used = symbol_chars(symbol);
+    while used > budget {
+        let Some(last) = symbol.children.pop() else { break };
+        used -= symbol_chars(&last);
+    }
+}
+
+/// `text` cut to [`MAX_SYMBOL_NAME_CHARS`] characters, with `…` when cut.
+fn bounded_name(text: &str) -> String {
+    match text.char_indices().nth(MAX_SYMBOL_NAME_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
 fn symbol_info(symbol: &Symbol) -> SymbolInfo {
     SymbolInfo {
-        name: symbol.name.clone(),
+        name: bounded_name(&symbol.name),
         kind: symbol.kind.name().to_owned(),
-        container: symbol.container.clone(),
+        container: symbol.container.as_deref().map(bounded_name),
         start_line: symbol.start_line,
         end_line: symbol.end_line,
         children: symbol.children.iter().map(symbol_info).collect(),
@@ -243,7 +395,12 @@ pub fn render_text(output: &FileReadOutput) -> String {
             let _ = writeln!(out, "{:>width$}\t{line}", start + idx);
         }
     }
-    if output.truncated
+    if let (Some(line), Some(column)) = (output.next_line_start, output.next_column_start) {
+        let _ = writeln!(
+            out,
+            "[line {line} cut by the output budget; continue with line_start={line}, column_start={column}]"
+        );
+    } else if output.truncated
         && let Some(next) = output.next_line_start
     {
         let _ = writeln!(

@@ -70,7 +70,8 @@ pub struct LocationInfo {
     pub end_column: usize,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub outside_root: bool,
-    /// The line's text (inside the root), trimmed.
+    /// The line's text (inside the root), trimmed; a line over 300 characters is cut to a
+    /// window around the location, with `…` where it was cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -505,8 +506,7 @@ impl<'e> Locator<'e> {
                     position::offset_to_one_based(&text, offset).0
                 };
                 let (start, end) = (convert(range.start), convert(range.end));
-                let line_text =
-                    position::line_text(&text, start.line as usize - 1).map(|l| l.to_string().trim().to_owned());
+                let line_text = line_excerpt(&text, start.line as usize - 1, start.column as usize - 1);
                 (
                     LocationInfo {
                         file: resolved.relative,
@@ -539,15 +539,41 @@ impl<'e> Locator<'e> {
     }
 }
 
-/// `cat -n` style lines around 1-based `line`.
+/// Characters of a line shown in a location's `text` or a preview line; a longer line (minified
+/// code) is cut to a window of this many characters around the location, marked with `…`.
+const MAX_LINE_CHARS: usize = 300;
+
+/// The text of 0-based `line`, trimmed, or when longer than [`MAX_LINE_CHARS`] a window of that
+/// many characters around 0-based character `column`, with `…` where it was cut. `None` past
+/// the end.
+fn line_excerpt(text: &Rope, line: usize, column: usize) -> Option<String> {
+    let slice = position::line_text(text, line)?;
+    let chars = slice.len_chars();
+    if chars <= MAX_LINE_CHARS {
+        return Some(slice.to_string().trim().to_owned());
+    }
+    let start = column.min(chars).saturating_sub(MAX_LINE_CHARS / 3);
+    let end = (start + MAX_LINE_CHARS).min(chars);
+    let window = slice.slice(start..end).to_string();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if end < chars { "…" } else { "" };
+    Some(format!("{before}{}{after}", window.trim()))
+}
+
+/// `cat -n` style lines around 1-based `line`, each cut to [`MAX_LINE_CHARS`] characters.
 fn preview(text: &Rope, line: usize) -> String {
     let total = position::line_count(text);
     let first = line.saturating_sub(PREVIEW_CONTEXT).max(1);
     let last = (line + PREVIEW_CONTEXT).min(total);
     let mut out = String::new();
     for number in first..=last {
-        let content = position::line_text(text, number - 1).map(|l| l.to_string()).unwrap_or_default();
-        out.push_str(&format!("{number:>6}\t{}\n", content.trim_end_matches(['\n', '\r'])));
+        let Some(slice) = position::line_text(text, number - 1) else { continue };
+        let content = if slice.len_chars() > MAX_LINE_CHARS {
+            format!("{}…", slice.slice(..MAX_LINE_CHARS))
+        } else {
+            slice.to_string()
+        };
+        out.push_str(&format!("{number:>6}\t{content}\n"));
     }
     out
 }
@@ -881,6 +907,20 @@ mod tests {
     use super::*;
     use crate::workspace::{DocumentId, Workspace};
     use std::path::Path;
+
+    /// Issue 16: a reference in a 15 MB one-line file must not bring the whole line back, once
+    /// per reference.
+    #[test]
+    fn long_lines_are_cut_around_the_location() {
+        let line = format!("{}needle{}", "a".repeat(10_000), "b".repeat(10_000));
+        let text = Rope::from_str(&format!("short\n{line}\n"));
+        assert_eq!(line_excerpt(&text, 0, 0).as_deref(), Some("short"));
+        let excerpt = line_excerpt(&text, 1, 10_000).unwrap();
+        assert!(excerpt.contains("needle") && excerpt.starts_with('…') && excerpt.ends_with('…'), "{excerpt}");
+        assert!(excerpt.chars().count() <= MAX_LINE_CHARS + 2);
+        let shown = preview(&text, 2);
+        assert!(shown.len() < 2 * MAX_LINE_CHARS + 40, "{}", shown.len());
+    }
 
     fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();

@@ -6,6 +6,7 @@
 //! tool's docs and in `docs/tools.md`.
 
 mod ast_query;
+mod diff;
 mod edit;
 pub mod error;
 mod file_read;

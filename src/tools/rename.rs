@@ -49,7 +49,9 @@ pub struct RenameSymbolOutput {
     /// Every file the rename touches, in path order, with its number of edits.
     pub files: Vec<RenamedFile>,
     pub total_edits: usize,
-    /// Unified diff of every file (3 lines of context).
+    /// Unified diff of every file (3 lines of context), bounded by `[limits] max_output_chars`:
+    /// lines over 2000 characters are cut with a marker, and past the budget a last line says how
+    /// many lines were left out (the rename itself is whole).
     pub diff: String,
     pub applied: bool,
     /// Why the editor did not apply the rename, when some of the files are open in an editor
@@ -96,9 +98,9 @@ struct Planned {
 /// Errors: as `find_definition` (4001–4007, path and read errors); 4006 when the server refuses
 /// the rename (not a renameable symbol, an invalid name); 1001 when the server's edit reaches
 /// outside the workspace; 5010 when a file changed between the server's answer and the write;
-/// 5013 when an open buffer did; 5014 when the editor holds a file but cannot take edits; 5012
-/// when a write fails (nothing was renamed into place). A refusal by the editor is not an error:
-/// `applied: false` with `editor_refused`.
+/// 5013 when an open buffer did; 5014 when the editor holds a file but cannot take edits; 5015
+/// when a file is read-only; 5012 when a write fails (nothing was renamed into place). A refusal
+/// by the editor is not an error: `applied: false` with `editor_refused`.
 pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<RenameSymbolOutput, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);
@@ -116,16 +118,15 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     for (uri, edits) in edits {
         planned.push(plan_file(engine, &uri, &edits, encoding)?);
     }
-    let mut diff = String::new();
+    // One output budget for the diffs of all files: the rename itself is never cut.
+    let mut bounded = super::diff::BoundedDiff::new(
+        engine.workspace().config().limits.max_output_chars,
+        super::diff::DIFF_LINE_CHARS,
+    );
     for file in &planned {
-        let text_diff = similar::TextDiff::from_lines(&file.old, &file.new);
-        let unified = text_diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{}", file.relative), &format!("b/{}", file.relative))
-            .to_string();
-        diff.push_str(&unified);
+        bounded.add(&file.old, &file.new, &file.relative);
     }
+    let diff = bounded.finish().text;
     let mut files: Vec<RenamedFile> = planned
         .iter()
         .map(|f| RenamedFile {

@@ -128,6 +128,9 @@ pub struct LimitsConfig {
     /// Characters (of JSON) a list-returning tool returns per call before it stops and says how
     /// to continue (default 40000, about 10k tokens). A batch of n queries gives each 1/n.
     pub max_output_chars: usize,
+    /// Bytes of memory the parse-tree cache may keep, by its estimate (`syntax::estimated_bytes`:
+    /// 14 × source bytes + 80 × tree nodes); least recently used trees go first (default 512 MiB).
+    pub syntax_cache_bytes: usize,
 }
 
 /// `[search]`: defaults for `file_search`.
@@ -150,6 +153,10 @@ pub struct SearchConfig {
 pub struct ReadConfig {
     /// Lines returned when the caller gives no `max_lines` (default 2000).
     pub default_max_lines: usize,
+    /// `file_read`'s output budget when the caller gives no `max_chars`: characters of content
+    /// returned (a longer line is cut, with where to continue), and separately of the outline
+    /// (default 100000).
+    pub max_chars: usize,
 }
 
 /// `[walk]`: which files walks visit.
@@ -222,7 +229,11 @@ impl Default for IndexConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { max_file_bytes: 16 * 1024 * 1024, max_output_chars: 40_000 }
+        LimitsConfig {
+            max_file_bytes: 16 * 1024 * 1024,
+            max_output_chars: 40_000,
+            syntax_cache_bytes: 512 * 1024 * 1024,
+        }
     }
 }
 
@@ -234,7 +245,7 @@ impl Default for SearchConfig {
 
 impl Default for ReadConfig {
     fn default() -> Self {
-        ReadConfig { default_max_lines: 2000 }
+        ReadConfig { default_max_lines: 2000, max_chars: 100_000 }
     }
 }
 

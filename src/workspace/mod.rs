@@ -13,6 +13,7 @@
 //! - URIs must be `file:` URIs with an empty or `localhost` authority.
 
 mod config;
+pub mod open;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -349,5 +350,7 @@ fn relative_string(relative: &Path) -> String {
     out
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

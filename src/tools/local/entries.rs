@@ -58,9 +58,14 @@ pub(crate) fn walk_entries(
     let workspace = engine.workspace();
     let walk = crate::search::walk_with(workspace, std::slice::from_ref(&root.absolute), None, options)?;
     let out = Mutex::new(Vec::new());
+    // The call's cancellation (MCP `notifications/cancelled`), checked before each entry.
+    let cancel = crate::cancel::CancelFlag::current();
     walk.build_parallel().run(|| {
-        let out = &out;
+        let (out, cancel) = (&out, &cancel);
         Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
             let Ok(entry) = entry else { return WalkState::Continue };
             if entry.depth() == 0 {
                 return WalkState::Continue;

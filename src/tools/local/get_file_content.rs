@@ -170,8 +170,9 @@ fn read_one(
     // was replaced (U+FFFD is 3 bytes), so only then are the raw bytes read again.
     let raw: Cow<'_, [u8]> = match source.origin {
         Origin::Disk { lossy: true, .. } => Cow::Owned(
-            std::fs::read(&resolved.absolute)
-                .map_err(|source| read_error(ReadError::Io { path: resolved.absolute.clone(), source }, &shown))?,
+            crate::documents::read_bytes(&resolved.absolute, limits.max_file_bytes, Some(engine.workspace().root()))
+                .map_err(|err| read_error(err, &shown))?
+                .0,
         ),
         _ => Cow::Borrowed(text.as_bytes()),
     };
@@ -287,6 +288,17 @@ fn by_lines(
         hints.push(format!("endLine {} is past the end; the file has {total} lines.", end.unwrap_or(0)));
     }
     let first_byte = lines[start - 1].0;
+    if lines[start - 1].1 - first_byte > budget {
+        // One line over the budget (minified code): its first window, continued by bytes.
+        by_window(text.as_bytes(), first_byte, budget, result, hints);
+        result.start_line = Some(start);
+        result.end_line = Some(start);
+        hints.insert(
+            0,
+            format!("Line {start} alone is over the output budget ({budget} bytes): this is its first window."),
+        );
+        return Ok(());
+    }
     let mut last = start;
     while last < wanted_end && lines[last].1 - first_byte <= budget {
         last += 1;
@@ -416,6 +428,25 @@ fn by_match(
         }
     }
     let total_ranges = ranges.len();
+    let (first_from, first_to, _) = &ranges[0];
+    if lines[first_to - 1].1 - lines[first_from - 1].0 > budget {
+        // The first match's lines alone are over the budget (minified code): a window around
+        // the match, continued by bytes.
+        let line = &lines[matching[0] - 1];
+        let at = regex.find(&text[line.0..line.1]).map_or(line.0, |m| line.0 + m.start());
+        by_window(text.as_bytes(), at.saturating_sub(budget / 3).max(line.0), budget, result, hints);
+        result.match_ranges.push(LineRange { start: matching[0], end: matching[0] });
+        result.matched_lines.push(matching[0]);
+        hints.insert(
+            0,
+            format!(
+                "Line {} is over the output budget ({budget} bytes): this is a window around its first match; {} matching lines in all.",
+                matching[0],
+                matching.len()
+            ),
+        );
+        return Ok(true);
+    }
     let mut parts = Vec::new();
     let mut used = 0;
     for (from, to, in_range) in ranges {

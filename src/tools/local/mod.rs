@@ -200,8 +200,17 @@ where
     let outcomes: Vec<Result<Answer<R>, ToolError>> = if n == 1 {
         vec![run_one(&batch.queries[0])]
     } else {
+        // The queries' threads share the call's cancellation (MCP `notifications/cancelled`).
+        let cancel = crate::cancel::CancelFlag::current();
         std::thread::scope(|scope| {
-            let handles: Vec<_> = batch.queries.iter().map(|query| scope.spawn(move || run_one(query))).collect();
+            let handles: Vec<_> = batch
+                .queries
+                .iter()
+                .map(|query| {
+                    let cancel = cancel.clone();
+                    scope.spawn(move || cancel.scope(|| run_one(query)))
+                })
+                .collect();
             handles
                 .into_iter()
                 .map(|handle| handle.join().unwrap_or_else(|_| Err(ToolError::internal("a query's worker panicked"))))

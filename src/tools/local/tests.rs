@@ -127,6 +127,27 @@ fn the_output_budget_bounds_a_huge_search_and_says_how_to_continue() {
     assert!(out.results[0].hints[0].contains("filePageNumber="), "{:?}", out.results[0].hints);
 }
 
+/// Issue 16: a line longer than the output budget (minified code) came back whole from
+/// startLine and matchString reads.
+#[test]
+fn a_line_over_the_budget_comes_back_as_a_window() {
+    let line = format!("{}needle{}", "a".repeat(300_000), "b".repeat(300_000));
+    let (_dir, engine) = engine_with(&[("min.js", &format!("x\n{line}\n"))], Config::default());
+    for query in
+        [json!({"path": "min.js", "startLine": 2, "endLine": 2}), json!({"path": "min.js", "matchString": "needle"})]
+    {
+        let out = local_get_file_content(&engine, batch(query.clone())).unwrap();
+        let size = serde_json::to_string(&out).unwrap().len();
+        assert!(size <= 41_000, "{query}: {size} bytes");
+        let data = out.results[0].data.as_ref().unwrap();
+        let next = data.pagination.as_ref().and_then(|p| p.next_char_offset);
+        assert!(next.is_some(), "{query}: no continuation");
+        if query.get("matchString").is_some() {
+            assert!(data.content.contains("needle"), "the window holds the match");
+        }
+    }
+}
+
 /// Rows, columns and byte offsets on text that ASCII-only tests would get right by accident:
 /// a BOM, CRLF, a lone CR, characters outside the BMP, invalid UTF-8, two matches on one line.
 #[test]

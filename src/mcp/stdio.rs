@@ -1,0 +1,274 @@
+//! The line guard in front of the MCP session on a byte stream (stdio): what rmcp's own
+//! newline-delimited transport would drop silently or end the session on, answered or ignored
+//! as JSON-RPC 2.0 and MCP say, so that no input ends a session but the end of the stream.
+//!
+//! - A line that is not JSON gets a `-32700` Parse error with `"id": null` (JSON-RPC 2.0
+//!   §5.1); rmcp drops it without an answer.
+//! - JSON that is not a message MCP knows: a request (it has `method` and `id`) gets `-32600`
+//!   Invalid Request with its id; a notification or a response is ignored (JSON-RPC never
+//!   answers those); anything else gets `-32600` with `"id": null`.
+//! - Before an `initialize` request, notifications and responses are ignored (MCP 2025-11-25,
+//!   "Lifecycle": the client sends only pings before the server answered `initialize`); rmcp
+//!   ends the session on them. Requests go through: rmcp answers a ping, and an error for
+//!   others.
+//! - A line over [`MAX_LINE_BYTES`] is dropped unread and answered `-32600` with `"id": null`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// Longest line read, in bytes (rmcp's own default: what the HTTP transport accepts).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// An MCP server transport over a reader and a writer of newline-delimited JSON-RPC, with the
+/// guard described in the module docs.
+pub struct GuardedTransport<R, W> {
+    read: BufReader<R>,
+    write: Arc<Mutex<W>>,
+    /// The line being read: kept across cancelled `receive` calls (rmcp polls `receive` in a
+    /// `select!`), cleared once a whole line was handled.
+    line: Vec<u8>,
+    /// Dropping the rest of a line over [`MAX_LINE_BYTES`].
+    discarding: bool,
+    /// Whether an `initialize` request went through.
+    initialized: bool,
+}
+
+impl<R, W> GuardedTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// A transport reading requests from `read` and writing answers to `write`.
+    pub fn new(read: R, write: W) -> GuardedTransport<R, W> {
+        GuardedTransport {
+            read: BufReader::new(read),
+            write: Arc::new(Mutex::new(write)),
+            line: Vec::new(),
+            discarding: false,
+            initialized: false,
+        }
+    }
+
+    /// Reads up to the next line break into `self.line` without growing it past
+    /// [`MAX_LINE_BYTES`]. `Some(true)`: a whole line; `Some(false)`: an oversized line was
+    /// dropped; `None`: the stream ended (a last line without a break is dropped, as rmcp does).
+    async fn read_line(&mut self) -> Option<bool> {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    tracing::warn!("MCP stdin: {err}");
+                    return None;
+                }
+            };
+            if available.is_empty() {
+                return None;
+            }
+            let (taken, done) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if !self.discarding {
+                if self.line.len() + taken > MAX_LINE_BYTES {
+                    self.discarding = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(&available[..taken]);
+                }
+            }
+            self.read.consume(taken);
+            if done {
+                let whole = !self.discarding;
+                self.discarding = false;
+                return Some(whole);
+            }
+        }
+    }
+
+    /// Writes one JSON value as a line, on a task of its own: `receive` may be cancelled at
+    /// any await (rmcp polls it in a `select!`), and a half-written answer would corrupt the
+    /// stream.
+    fn answer(&self, message: Value) {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        let write = self.write.clone();
+        tokio::spawn(async move {
+            let mut write = write.lock().await;
+            if let Err(err) = async {
+                write.write_all(&line).await?;
+                write.flush().await
+            }
+            .await
+            {
+                tracing::warn!("MCP stdout: {err}");
+            }
+        });
+    }
+
+    /// What to do with one line: a message for rmcp, or nothing (after answering, if needed).
+    fn handle(&mut self, line: &[u8]) -> Option<ClientJsonRpcMessage> {
+        let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(value) => value,
+            Err(err) => {
+                self.answer(error(Value::Null, -32700, &format!("Parse error: {err}")));
+                return None;
+            }
+        };
+        let id = value.get("id").cloned().filter(|id| !id.is_null());
+        let method = value.get("method").and_then(Value::as_str).map(str::to_owned);
+        let message = match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+            Ok(message) => message,
+            Err(err) => {
+                match (method, id) {
+                    (Some(_), Some(id)) => self.answer(error(id, -32600, &format!("Invalid Request: {err}"))),
+                    (Some(method), None) => tracing::debug!("ignoring an invalid notification {method}: {err}"),
+                    (None, Some(_)) => tracing::debug!("ignoring an invalid response: {err}"),
+                    (None, None) => self.answer(error(Value::Null, -32600, &format!("Invalid Request: {err}"))),
+                }
+                return None;
+            }
+        };
+        if !self.initialized {
+            match &message {
+                JsonRpcMessage::Request(request) => {
+                    if matches!(request.request, ClientRequest::InitializeRequest(_)) {
+                        self.initialized = true;
+                    }
+                }
+                _ => {
+                    tracing::debug!("ignoring a notification or response before initialize");
+                    return None;
+                }
+            }
+        }
+        Some(message)
+    }
+}
+
+/// A JSON-RPC 2.0 error object for `id` (`null` when it could not be read).
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+impl<R, W> Transport<RoleServer> for GuardedTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "filepuff stdio".into()
+    }
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = self.write.clone();
+        async move {
+            let mut line = serde_json::to_vec(&item)?;
+            line.push(b'\n');
+            let mut write = write.lock().await;
+            write.write_all(&line).await?;
+            write.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let whole = self.read_line().await?;
+            let line = std::mem::take(&mut self.line);
+            if !whole {
+                self.answer(error(
+                    Value::Null,
+                    -32600,
+                    &format!("Invalid Request: a line over {MAX_LINE_BYTES} bytes"),
+                ));
+                continue;
+            }
+            let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
+            let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+            if trimmed.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Some(message) = self.handle(trimmed) {
+                return Some(message);
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.write.lock().await.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Feeds `input` to a guard and returns the messages it passes on and what it wrote back.
+    async fn run(input: &str) -> (Vec<ClientJsonRpcMessage>, Vec<Value>) {
+        let (mut answers_read, answers_write) = tokio::io::duplex(1 << 16);
+        let mut guard = GuardedTransport::new(std::io::Cursor::new(input.as_bytes().to_vec()), answers_write);
+        let mut passed = Vec::new();
+        while let Some(message) = guard.receive().await {
+            passed.push(message);
+        }
+        drop(guard);
+        let mut written = String::new();
+        answers_read.read_to_string(&mut written).await.unwrap();
+        (passed, written.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+    }
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+
+    /// Issue 16: a malformed JSON line on stdio got no -32700 answer.
+    #[tokio::test]
+    async fn malformed_lines_get_a_parse_error_with_id_null() {
+        let (passed, written) = run(&format!("{{not json\n{INITIALIZE}\n")).await;
+        assert_eq!(passed.len(), 1);
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0]["error"]["code"], -32700);
+        assert!(written[0]["id"].is_null() && written[0].as_object().unwrap().contains_key("id"));
+    }
+
+    /// Issue 16: `filepuff mcp` exited when a notification or response came before `initialize`.
+    #[tokio::test]
+    async fn notifications_and_responses_before_initialize_are_ignored() {
+        let input = format!(
+            "{}\n{}\n{}\n{INITIALIZE}\n{}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        let (passed, written) = run(&input).await;
+        assert!(written.is_empty(), "{written:?}");
+        assert_eq!(passed.len(), 2, "initialize, then the notification after it");
+        assert!(
+            matches!(&passed[0], JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
+        );
+        assert!(matches!(&passed[1], JsonRpcMessage::Notification(_)));
+    }
+
+    #[tokio::test]
+    async fn invalid_requests_are_answered_with_their_id() {
+        let input = format!(
+            "{INITIALIZE}\n{}\n{}\n[]\n\n",
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":7}"#, "42"
+        );
+        let (passed, written) = run(&input).await;
+        assert_eq!(passed.len(), 1);
+        assert_eq!(written.len(), 3, "{written:?}");
+        assert_eq!((written[0]["id"].clone(), written[0]["error"]["code"].clone()), (json!("x"), json!(-32600)));
+        assert!(written[1]["id"].is_null() && written[2]["id"].is_null());
+    }
+}

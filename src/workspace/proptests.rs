@@ -1,0 +1,147 @@
+//! Property tests of the path sandbox (issue 16, "fuzzing in the project"): whatever an agent
+//! sends as a path — `..` chains, symlinks out, dangling and looping links, percent-encoding,
+//! `file:` URIs, NUL bytes, arbitrary Unicode — [`Workspace::resolve`] never panics and never
+//! answers a path whose real location is outside the root.
+//!
+//! Run with more cases: `PROPTEST_CASES=5000 cargo test workspace::proptests`. A failing case is
+//! saved under `proptest-regressions/` (the corpus, kept in the repository) and replayed first.
+
+use std::os::unix::fs::symlink;
+use std::path::Component;
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// root/ with src/lib.rs, `out` → a directory outside, `out_file` → a file outside, `inner` →
+/// src/, `dangling` → a missing path outside, `loop_a` ↔ `loop_b`, `up` → `..`.
+struct Sandbox {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    workspace: Workspace,
+}
+
+fn sandbox() -> Sandbox {
+    let outside_dir = tempfile::tempdir().unwrap();
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    let outside = outside_dir.path();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    symlink(outside, root.join("out")).unwrap();
+    symlink(outside.join("secret.txt"), root.join("out_file")).unwrap();
+    symlink(root.join("src"), root.join("inner")).unwrap();
+    symlink(outside.join("missing/deeper"), root.join("dangling")).unwrap();
+    symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
+    symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
+    symlink("..", root.join("src/up")).unwrap();
+    let workspace = Workspace::with_config(root, Config::default()).unwrap();
+    Sandbox { _dirs: (outside_dir, root_dir), workspace }
+}
+
+/// Path components an attacker would try, and some noise.
+fn component() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "src", "lib.rs", "..", ".", "", "out", "out_file", "inner", "dangling", "loop_a", "up", "missing",
+            "secret.txt", "%2e%2e", "%2E%2e%2f", "%00", "a%20b", "~", "...", "file:", "\u{0}", "é", "😀",
+        ])
+        .prop_map(str::to_owned),
+        1 => "[a-z.%/\\\\:]{1,6}",
+        1 => any::<String>().prop_map(|s| s.chars().take(6).collect()),
+    ]
+}
+
+/// How an input starts: relative, absolute inside the root, a URI, another absolute path.
+#[derive(Debug, Clone)]
+enum Prefix {
+    Relative,
+    Root,
+    RootUri,
+    Slash,
+    Uri,
+    LocalhostUri,
+    Scheme,
+}
+
+fn input() -> impl Strategy<Value = (Prefix, Vec<String>)> {
+    let prefix = prop_oneof![
+        Just(Prefix::Relative),
+        Just(Prefix::Root),
+        Just(Prefix::RootUri),
+        Just(Prefix::Slash),
+        Just(Prefix::Uri),
+        Just(Prefix::LocalhostUri),
+        Just(Prefix::Scheme),
+    ];
+    (prefix, prop::collection::vec(component(), 0..8))
+}
+
+fn spell(root: &Path, prefix: &Prefix, components: &[String]) -> String {
+    let rest = components.join("/");
+    let root = root.display();
+    match prefix {
+        Prefix::Relative => rest,
+        Prefix::Root => format!("{root}/{rest}"),
+        Prefix::RootUri => format!("file://{root}/{rest}"),
+        Prefix::Slash => format!("/{rest}"),
+        Prefix::Uri => format!("file:///{rest}"),
+        Prefix::LocalhostUri => format!("file://localhost{root}/{rest}"),
+        Prefix::Scheme => format!("http://x/{rest}"),
+    }
+}
+
+/// The real location of `path`: its longest existing prefix canonicalised, the rest appended.
+fn real_location(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |acc: PathBuf, part: &std::ffi::OsString| acc.join(part));
+        }
+        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn resolve_never_panics_nor_answers_a_path_outside_the_root((prefix, components) in input()) {
+        let sandbox = sandbox();
+        let root = sandbox.workspace.root();
+        let given = spell(root, &prefix, &components);
+        let Ok(resolved) = sandbox.workspace.resolve(&given) else { return Ok(()) };
+        prop_assert!(!given.contains('\0'), "a NUL byte was accepted: {given:?}");
+        prop_assert!(resolved.absolute.starts_with(root), "{given:?} -> {:?}", resolved.absolute);
+        prop_assert!(
+            resolved.absolute.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_))),
+            "not normalised: {:?}", resolved.absolute
+        );
+        // Symlinks on the existing prefix (dangling ones included) do not lead out.
+        let real = real_location(&resolved.absolute);
+        prop_assert!(real.starts_with(root), "{given:?} -> {:?}, really {real:?}", resolved.absolute);
+        let expected_relative = resolved.absolute.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        prop_assert_eq!(&resolved.relative, &expected_relative);
+        // The answer is a fixed point: resolving it again names the same file (when it can be
+        // spelt as a string: a percent-encoded byte may have made it invalid UTF-8).
+        if let Some(spelt) = resolved.absolute.to_str() {
+            let again = sandbox.workspace.resolve(spelt);
+            prop_assert_eq!(again.map(|r| r.absolute).ok(), Some(resolved.absolute.clone()));
+        }
+    }
+
+    #[test]
+    fn resolve_never_panics_on_any_string(given in any::<String>()) {
+        let sandbox = sandbox();
+        if let Ok(resolved) = sandbox.workspace.resolve(&given) {
+            prop_assert!(resolved.absolute.starts_with(sandbox.workspace.root()));
+        }
+    }
+}
