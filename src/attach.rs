@@ -438,7 +438,9 @@ async fn serve_connection(engine: Arc<Engine>, stream: tokio::net::UnixStream) -
     };
     let flag = options.as_ref().and_then(|o| o.get("toolsets")).and_then(Value::as_str);
     let toolsets = toolsets(&engine, flag).map_err(anyhow::Error::msg)?;
-    let service = crate::mcp::McpServer::with_toolsets(engine, toolsets).serve((input, write)).await?;
+    // The same line guard as stdio: a malformed line is answered, never the end of the session.
+    let transport = crate::mcp::GuardedTransport::new(input, write);
+    let service = crate::mcp::McpServer::with_toolsets(engine, toolsets).serve(transport).await?;
     service.waiting().await?;
     Ok(())
 }

@@ -102,20 +102,6 @@ fn exhausted(err: &std::io::Error) -> bool {
     matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
 }
 
-/// Resolves when the process gets SIGTERM or SIGINT (or never, if they cannot be watched).
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
 /// Serves MCP over Streamable HTTP on `addr` until SIGTERM or SIGINT (then the token file is
 /// removed and this returns `Ok`).
 ///
@@ -149,7 +135,7 @@ pub async fn serve(
     eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.0.display());
     let service = Authorized { inner: mcp, token: Arc::from(token) };
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_limit()));
-    let stop = stop_signal();
+    let stop = crate::signals::stop_signal();
     tokio::pin!(stop);
     loop {
         let permit = tokio::select! {

@@ -14,6 +14,7 @@ pub mod index;
 pub mod mcp;
 pub mod proxy;
 pub mod search;
+pub mod signals;
 pub mod syntax;
 pub mod tools;
 pub mod workspace;

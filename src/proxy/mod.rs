@@ -150,7 +150,15 @@ pub async fn serve(
     let _ = shared.editor.set(editor);
     let reader = ChannelReader { rx: in_rx, current: Vec::new(), at: 0 };
     let writer = ChannelWriter { buffer: Vec::new(), tx: out_tx.clone() };
-    let result = mainloop.run_buffered(reader.compat(), writer.compat_write()).await;
+    // SIGTERM/SIGINT end the session like the editor's `exit`: the socket, the presence file
+    // and the servers are cleaned up below.
+    let result = tokio::select! {
+        result = mainloop.run_buffered(reader.compat(), writer.compat_write()) => result,
+        () = crate::signals::stop_signal() => {
+            tracing::info!("stopped by a signal");
+            Ok(())
+        }
+    };
     drop(shared.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
     if let Some(session) = shared.session.get() {
         let engine = session.engine.clone();

@@ -316,3 +316,16 @@ def test_an_agent_served_from_disk_while_an_editor_runs_says_so(tmp_path, cleanu
     after = agent.call("file_search", {"pattern": "disk", "regex": False})
     assert "source" not in after.structured_content and "Note:" not in after.content[0].text, "no editor: no note"
     assert "editor_note" not in after.structured_content
+
+
+def test_a_sigtermed_editor_server_removes_its_socket_and_presence(tmp_path, cleanup):
+    root, notes = text_workspace(tmp_path)
+    sock = socket_path(root)
+    editor = Editor(root, tmp_path / "lsp.log")
+    cleanup.append(editor)
+    editor.wait_for(lambda: socket_owner(sock) == editor.proc.pid, 10, "the editor's socket")
+    presence = sock.parent / f"{sock.stem}.{editor.proc.pid}.editor"
+    assert presence.exists()
+    editor.proc.send_signal(signal.SIGTERM)
+    assert editor.proc.wait(timeout=10) == 0
+    assert not sock.exists() and not presence.exists()
