@@ -77,16 +77,28 @@ pub fn socket_path(root: &Path) -> PathBuf {
 
 /// Creates `dir` private (0700), or checks an existing one is ours and private.
 fn private_dir(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    use std::os::unix::fs::DirBuilderExt;
+    // Created 0700 from the start (never briefly open to others).
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let metadata = std::fs::symlink_metadata(dir)?;
     if !metadata.is_dir() || metadata.uid() != current_uid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!("{} is not a directory of this user", dir.display()),
+            format!("{} is not a directory of this user: refusing to serve agents there", dir.display()),
         ));
     }
     if metadata.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        // Someone may have put a socket there while it was open: do not trust it.
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is accessible to other users (mode {:o}): refusing to serve agents there; \
+                 `chmod 700 {}` if it is yours",
+                dir.display(),
+                metadata.mode() & 0o777,
+                dir.display()
+            ),
+        ));
     }
     Ok(())
 }
@@ -466,6 +478,18 @@ pub async fn connect(root: &Path) -> Option<(tokio::net::UnixStream, Option<u32>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_directory_open_to_others_is_refused() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("filepuff");
+        private_dir(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = private_dir(&dir).unwrap_err();
+        assert!(err.to_string().contains("accessible to other users"), "{err}");
+        assert!(!is_private_dir(&dir));
+    }
 
     #[test]
     fn a_process_is_known_by_pid_and_start_time() {
