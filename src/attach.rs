@@ -38,7 +38,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 pub use bridge::bridge;
-pub use presence::{DiskNotice, Presence, running_editors};
+pub use presence::{DiskNotice, Presence, editor_starting, running_editors};
 
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;

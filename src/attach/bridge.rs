@@ -87,7 +87,7 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     let mut replay = Replay::default();
-    let mut upstream = match super::connect(root).await {
+    let mut upstream = match connect_or_await_starting(root).await {
         Some((stream, pid)) => match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
             Ok(attached) => attached,
             Err(err) => {
@@ -107,7 +107,7 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
                 if request
                     && upstream.editor.is_none()
                     && replay.pending.len() == 1
-                    && let Some((stream, pid)) = super::connect(root).await
+                    && let Some((stream, pid)) = connect_or_await_starting(root).await
                 {
                     match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
                         Ok(attached) => {
@@ -161,6 +161,25 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
         }
     }
     Ok(())
+}
+
+/// How recent an editor session's announcement must be for an agent to wait for it to serve.
+const STARTING: Duration = Duration::from_secs(5);
+
+/// The socket of `root`'s editor; when there is none but an editor session announced itself
+/// within [`STARTING`] (it serves agents once its editor has opened its documents), waits for
+/// its socket as long as the announcement is that recent — rather than reading the disk under
+/// buffers the editor is about to open.
+async fn connect_or_await_starting(root: &Path) -> Option<(tokio::net::UnixStream, Option<u32>)> {
+    loop {
+        if let Some(found) = super::connect(root).await {
+            return Some(found);
+        }
+        if !super::editor_starting(root, STARTING) {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// After the editor's session ended: the socket's next owner if one accepts within

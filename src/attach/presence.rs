@@ -76,6 +76,25 @@ fn presence_is_live(pid: u32, path: &Path) -> bool {
     Process { pid, start: recorded }.is_alive()
 }
 
+/// Whether a live `filepuff lsp` (other than this one) announced itself for `root` less than
+/// `within` ago: an editor session starting, which serves agents once its editor has opened
+/// its documents.
+pub fn editor_starting(root: &Path, within: std::time::Duration) -> bool {
+    let dir = runtime_dir();
+    if !is_private_dir(&dir) {
+        return false;
+    }
+    let me = std::process::id();
+    presence_files(&dir, &workspace_hash(root)).into_iter().any(|(pid, path)| {
+        let recent = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age < within);
+        pid != me && recent && presence_is_live(pid, &path)
+    })
+}
+
 /// The pids of the live `filepuff lsp` processes (other than this one) announced for `root`.
 pub fn running_editors(root: &Path) -> Vec<u32> {
     let dir = runtime_dir();
