@@ -539,7 +539,7 @@ def test_search_column_after_invalid_utf8_in_stdlib(py_session, py_stdlib):
     """Columns count the characters of the text returned, also when invalid UTF-8 precedes the match."""
     rel = "test/encoded_modules/module_iso_8859_1.py"
     if not (py_stdlib / rel).is_file():
-        pytest.skip(f"{rel} is not installed")
+        pytest.skip(f"{rel} is not in this Python's standard library")
     lines = file_lines(py_stdlib / rel)
     [line_no] = grep_line_numbers(py_stdlib / rel, "cette")
     assert not lines[line_no - 1].isascii()
