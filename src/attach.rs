@@ -179,18 +179,32 @@ impl Drop for Listener {
 
 /// The lock serialising "is the socket stale? remove it, bind" among the `filepuff lsp`s of
 /// this user: an advisory lock (flock) on the sockets' directory itself, so no lock file is
-/// left behind; held while the returned handle is open. Never waits: when another session
-/// holds it, the error is `WouldBlock` and [`host`] tries again at its next check.
+/// left behind; held while the returned handle is open. The directory is shared by every
+/// workspace's sessions and the section it guards is a few system calls, so a busy lock is
+/// tried again for up to [`BIND_LOCK_WAIT`] (without blocking on it); after that the error is
+/// `WouldBlock` and [`host`] tries again at its next check.
 fn bind_lock(dir: &Path) -> io::Result<std::fs::File> {
     let handle = std::fs::File::open(dir)?;
-    match handle.try_lock() {
-        Ok(()) => Ok(handle),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(io::Error::new(io::ErrorKind::WouldBlock, "another filepuff lsp is binding a socket right now"))
+    let deadline = Instant::now() + BIND_LOCK_WAIT;
+    loop {
+        match handle.try_lock() {
+            Ok(()) => return Ok(handle),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "another filepuff lsp is binding a socket right now",
+                ));
+            }
+            Err(std::fs::TryLockError::Error(err)) => return Err(err),
         }
-        Err(std::fs::TryLockError::Error(err)) => Err(err),
     }
 }
+
+/// How long [`bind_lock`] tries a busy lock before giving up until the next check.
+const BIND_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Why [`listen`] did not bind.
 #[derive(Debug)]
