@@ -211,14 +211,7 @@ impl DocumentStore {
             replace(&mut document.text, range.clone(), &change.text);
             applied.push(AppliedChange { before, range, text: change.text.clone() });
         }
-        let previous_version = std::mem::replace(&mut document.version, version);
-        let result = DocumentChange {
-            previous_version,
-            version,
-            text: document.text.clone(),
-            language_id: document.language_id.clone(),
-            changes: applied,
-        };
+        let result = changed(&mut document, version, applied);
         drop(document);
         self.bump();
         Ok(result)
@@ -254,14 +247,7 @@ impl DocumentStore {
             replace(&mut document.text, Some(edit.range.clone()), &edit.text);
             applied.push(AppliedChange { before, range: Some(edit.range.clone()), text: edit.text.clone() });
         }
-        document.version = expected_version.saturating_add(1);
-        let result = DocumentChange {
-            previous_version: expected_version,
-            version: document.version,
-            text: document.text.clone(),
-            language_id: document.language_id.clone(),
-            changes: applied,
-        };
+        let result = changed(&mut document, expected_version.saturating_add(1), applied);
         drop(document);
         self.bump();
         Ok(result)
@@ -325,6 +311,19 @@ impl DocumentStore {
             });
         }
         load_from_disk(id.path(), max_bytes, self.root.as_deref())
+    }
+}
+
+/// Gives `document` (its text already changed by `applied`) its new `version`, and says what
+/// changed.
+fn changed(document: &mut Document, version: i32, applied: Vec<AppliedChange>) -> DocumentChange {
+    let previous_version = std::mem::replace(&mut document.version, version);
+    DocumentChange {
+        previous_version,
+        version,
+        text: document.text.clone(),
+        language_id: document.language_id.clone(),
+        changes: applied,
     }
 }
 

@@ -185,6 +185,19 @@ def structured_error(result: types.CallToolResult) -> tuple[dict[str, Any], str]
     return error, texts[0]
 
 
+@pytest.fixture
+def cleanup():
+    """Things a test started (MCP sessions, editor-like LSP clients), stopped after it in reverse
+    order: sessions closed, clients killed."""
+    things = []
+    yield things
+    for thing in reversed(things):
+        if isinstance(thing, McpSession):
+            thing.close()
+        else:
+            thing.kill()
+
+
 def _open_session(root: Path, log_dir: Path, toolsets: str | None = None) -> McpSession:
     return McpSession(root, log_dir / "server-stderr.log", toolsets).start()
 

@@ -92,17 +92,6 @@ def go_root(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def cleanup():
-    things = []
-    yield things
-    for thing in reversed(things):
-        if isinstance(thing, McpSession):
-            thing.close()
-        else:
-            thing.kill()
-
-
 def mcp_pid(root: Path) -> int:
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -62,17 +62,6 @@ class Editor(LspClient):
         return [r for r in self.server_requests if r["method"] == method]
 
 
-@pytest.fixture
-def cleanup():
-    things = []
-    yield things
-    for thing in reversed(things):
-        if isinstance(thing, McpSession):
-            thing.close()
-        else:
-            thing.kill()
-
-
 def socket_owner(path: Path) -> int | None:
     """The pid of the process accepting on the Unix socket `path` (SO_PEERCRED), or None."""
     s = socket.socket(socket.AF_UNIX)

@@ -34,17 +34,6 @@ def linked(tmp_path: Path) -> tuple[Path, Path]:
     return link, real.resolve()
 
 
-@pytest.fixture
-def cleanup():
-    things = []
-    yield things
-    for thing in reversed(things):
-        if isinstance(thing, McpSession):
-            thing.close()
-        else:
-            thing.kill()
-
-
 def line_of(text: str, needle: str) -> int:
     """0-based line of the first line containing `needle`."""
     return next(i for i, line in enumerate(text.split("\n")) if needle in line)
