@@ -332,7 +332,7 @@ fn replace(rope: &mut Rope, range: Option<std::ops::Range<usize>>, text: &str) {
     match range {
         None => *rope = Rope::from_str(text),
         Some(range) => {
-            let (start, end) = (rope.byte_to_char(range.start), rope.byte_to_char(range.end));
+            let (start, end) = (position::offset_to_char(rope, range.start), position::offset_to_char(rope, range.end));
             rope.remove(start..end);
             rope.insert(start, text);
         }
@@ -361,8 +361,7 @@ fn check_edits<'a>(text: &Rope, edits: &'a [ByteEdit]) -> Result<Vec<&'a ByteEdi
         if start > end || end > text.len_bytes() {
             return Err(format!("range {start}..{end} is outside the text ({} bytes)", text.len_bytes()));
         }
-        let boundary = |at: usize| text.try_byte_to_char(at).is_ok_and(|c| text.char_to_byte(c) == at);
-        if !boundary(start) || !boundary(end) {
+        if !position::is_char_boundary(text, start) || !position::is_char_boundary(text, end) {
             return Err(format!("range {start}..{end} splits a character"));
         }
         if end > floor {

@@ -12,12 +12,26 @@
 //! Line breaks are `\n`, `\r\n` and `\r`, as LSP defines them (ropey is built with `cr_lines`
 //! and without Unicode line breaks for exactly this reason).
 //!
+//! Vocabulary: a *line* or *column* is 0-based (an index), a *line number* or *column number*
+//! 1-based; [`one_based`] and [`zero_based`] turn one into the other. Plain text held outside a
+//! rope (a `&str` or bytes) has its own helpers in the `lines` submodule, re-exported here:
+//! [`LineIndex`], [`line_spans`], [`lines`], [`line_start`], [`count_line_breaks`], … .
+//!
 //! Offsets and positions from servers and agents are untrusted: conversions never panic; they
 //! clamp to the nearest valid location and say so with [`Fidelity::Clamped`]. The clamps follow
 //! LSP 3.17 "Position": a column past the end of its line means the end of the line (the line
 //! break is not part of the line); a line past the end of the text means the end of the text.
 
+use std::ops::Range;
+
 use ropey::{Rope, RopeSlice};
+
+mod lines;
+
+pub use lines::{
+    LineIndex, LineSpan, LineSpans, complete_lines_end, count_line_breaks, ends_with_line_break, line_content_end,
+    line_count_in, line_spans, line_start, lines, lone_cr_to_lf, next_line_start,
+};
 
 /// The code unit in which columns are counted (LSP's `PositionEncodingKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,6 +115,45 @@ impl OneBased {
     }
 }
 
+/// An unsigned type lines and columns are counted in: `u32` (LSP), `u64` (grep), `usize`.
+pub trait LineOrColumn: Copy {
+    #[doc(hidden)]
+    fn plus_one(self) -> Self;
+    #[doc(hidden)]
+    fn minus_one(self) -> Option<Self>;
+}
+
+macro_rules! line_or_column {
+    ($($t:ty),*) => {$(
+        impl LineOrColumn for $t {
+            fn plus_one(self) -> Self {
+                self.saturating_add(1)
+            }
+            fn minus_one(self) -> Option<Self> {
+                self.checked_sub(1)
+            }
+        }
+    )*};
+}
+line_or_column!(u32, u64, usize);
+
+/// The 1-based number of a 0-based line or column (saturating at the type's maximum).
+pub fn one_based<T: LineOrColumn>(index: T) -> T {
+    index.plus_one()
+}
+
+/// The 0-based index of a 1-based line or column number; `None` for 0, which numbers nothing.
+pub fn zero_based<T: LineOrColumn>(number: T) -> Option<T> {
+    number.minus_one()
+}
+
+/// The 1-based form of a [`Position`] whose text is not at hand (a location a server gave in
+/// a file outside the root): the line is exact; the column stays counted in the position's own
+/// code units, which equals characters only on lines where the encodings agree (ASCII).
+pub fn one_based_without_text(position: Position) -> OneBased {
+    OneBased::from_position(position)
+}
+
 /// Number of lines as an editor shows them: a final line break does not start a new line, and
 /// empty text has 0 lines. (`ropey` counts the empty line after a final break; `wc -l` counts
 /// breaks; this counts what `grep -n` can number.)
@@ -108,14 +161,14 @@ pub fn line_count(text: &Rope) -> usize {
     let lines = text.len_lines();
     if text.len_bytes() == 0 {
         0
-    } else if ends_with_line_break(text) {
+    } else if rope_ends_with_line_break(text) {
         lines - 1
     } else {
         lines
     }
 }
 
-fn ends_with_line_break(text: &Rope) -> bool {
+fn rope_ends_with_line_break(text: &Rope) -> bool {
     matches!(text.bytes_at(text.len_bytes()).prev(), Some(b'\n' | b'\r'))
 }
 
@@ -137,6 +190,64 @@ fn line_break_len(line: RopeSlice<'_>) -> usize {
         (Some(b'\n' | b'\r'), _) => 1,
         _ => 0,
     }
+}
+
+/// The first and last 1-based line numbers of the byte range `range` of `text`. The end is
+/// exclusive: a range ending just past a line break ends on the line before it; an empty
+/// range is on its start's line. Offsets past the end clamp to the end.
+pub fn line_numbers(text: &Rope, range: &Range<usize>) -> (usize, usize) {
+    let len = text.len_bytes();
+    let first = text.byte_to_line(range.start.min(len));
+    let last = text.byte_to_line(range.end.saturating_sub(1).max(range.start).min(len));
+    (first + 1, last + 1)
+}
+
+/// The byte offset where 0-based `line` of `text` starts; the text's end past the last line.
+pub fn line_to_offset(text: &Rope, line: usize) -> usize {
+    if line >= text.len_lines() { text.len_bytes() } else { text.line_to_byte(line) }
+}
+
+/// The bytes of 1-based lines `first..=last` of `text`, the last one's line break included;
+/// clamped to the text (line number 0 is taken as 1).
+pub fn line_numbers_to_bytes(text: &Rope, first: usize, last: usize) -> Range<usize> {
+    let start = line_to_offset(text, first.saturating_sub(1));
+    start..line_to_offset(text, last).max(start)
+}
+
+/// The byte offset of the character `chars` characters into `text` — where a cut to `chars`
+/// characters ends — or `None` when `text` has no more than `chars` characters.
+pub fn byte_of_char(text: &str, chars: usize) -> Option<usize> {
+    text.char_indices().nth(chars).map(|(byte, _)| byte)
+}
+
+/// The longest start of the byte range `range` of `text` that holds at most `max_chars`
+/// characters, and whether that cut anything. `range` is clamped to the text and to
+/// character boundaries.
+pub fn char_limited(text: &Rope, range: &Range<usize>, max_chars: usize) -> (Range<usize>, bool) {
+    let len = text.len_bytes();
+    let start = text.byte_to_char(range.start.min(len));
+    let end = text.byte_to_char(range.end.min(len)).max(start);
+    let cut = end - start > max_chars;
+    let end = if cut { start + max_chars } else { end };
+    (text.char_to_byte(start)..text.char_to_byte(end), cut)
+}
+
+/// The column just after `text` written from `column`, both counted in characters (`text`
+/// holds no line break): the exclusive end column of a name that starts at `column`.
+pub fn column_after(column: usize, text: &str) -> usize {
+    column + text.chars().count()
+}
+
+/// Whether byte `offset` is a character boundary of `text` (its end included).
+pub fn is_char_boundary(text: &Rope, offset: usize) -> bool {
+    let len = text.len_bytes();
+    offset == len || (offset < len && !is_continuation(text.byte(offset)))
+}
+
+/// The character index of byte `offset` (ropey's editing API counts characters); an offset
+/// past the end is the end, one inside a character that character.
+pub fn offset_to_char(text: &Rope, offset: usize) -> usize {
+    text.byte_to_char(offset.min(text.len_bytes()))
 }
 
 /// Converts a byte offset into a [`Position`] in `encoding`.

@@ -21,9 +21,9 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
-use crate::documents::Language;
+use crate::documents::{Language, position};
 use crate::syntax::{self, ParsedFile, SyntaxError};
-pub use select::{Candidate, LineIndex, Mode};
+pub use select::{Candidate, Mode};
 use text::LineEnding;
 
 /// An edit operation (seed: `operation`).
@@ -164,9 +164,9 @@ pub fn plan(
         (_, Some(content)) => content,
         (op, None) => return Err(EditError::ContentMissing { operation: op.name() }),
     };
-    let lines = LineIndex::new(source);
+    let lines = position::LineIndex::new(source);
     let found = select::candidates(source, &lines, language, parsed, selector, mode)?;
-    let summaries = || summarise(&found, &lines);
+    let summaries = || summarise(&found, source);
     let target = match (found.len(), selector.index) {
         (0, _) => return Err(EditError::NoMatch),
         (_, Some(index)) if index >= found.len() => {
@@ -188,7 +188,7 @@ pub fn plan(
     Ok(PlannedEdit { mode, target, candidates: found.len(), edit, new_text, preexisting_errors, validated, new_tree })
 }
 
-fn summarise(found: &[Candidate], lines: &LineIndex<'_>) -> Vec<CandidateSummary> {
+fn summarise(found: &[Candidate], source: &str) -> Vec<CandidateSummary> {
     found
         .iter()
         .enumerate()
@@ -198,7 +198,7 @@ fn summarise(found: &[Candidate], lines: &LineIndex<'_>) -> Vec<CandidateSummary
             end_line: c.end_line,
             kind: c.kind.clone(),
             name: c.name.clone(),
-            excerpt: lines.excerpt(c.range.start, 120),
+            excerpt: select::excerpt(source, c.range.start, 120),
         })
         .collect()
 }
@@ -236,9 +236,9 @@ fn compute(
 /// Whole-line edits: `range` runs from a line start to the next line's start (or the end).
 fn lines_edit(source: &str, operation: Operation, content: &str, range: &Range<usize>, eol: LineEnding) -> TextEdit {
     let content = eol.apply(content);
-    let ends_file_without_break = range.end == source.len() && !text::ends_with_break(source);
+    let ends_file_without_break = range.end == source.len() && !position::ends_with_line_break(source);
     let with_break = |content: String| {
-        if text::ends_with_break(&content) { content } else { content + eol.as_str() }
+        if position::ends_with_line_break(&content) { content } else { content + eol.as_str() }
     };
     match operation {
         Operation::Replace if content.is_empty() => lines_edit(source, Operation::Delete, "", range, eol),
@@ -260,7 +260,7 @@ fn lines_edit(source: &str, operation: Operation, content: &str, range: &Range<u
 /// A deletion of whole lines that keeps the file's final-newline state: deleting the last
 /// lines of a file without a final break also removes the break before them.
 fn whole_line_deletion(source: &str, range: Range<usize>) -> Range<usize> {
-    if range.end == source.len() && !text::ends_with_break(source) && range.start > 0 {
+    if range.end == source.len() && !position::ends_with_line_break(source) && range.start > 0 {
         let before = &source[..range.start];
         let cut = if before.ends_with("\r\n") { 2 } else { 1 };
         return range.start - cut..range.end;
@@ -280,7 +280,7 @@ fn ast_edit(source: &str, operation: Operation, content: &str, target: &Candidat
         Operation::InsertBefore => {
             let at = target.leading_start;
             if text::starts_line(source, at) {
-                let line = text::line_start(source, at);
+                let line = position::line_start(source, at);
                 let new_text = format!("{}{}", eol.apply(&text::reindent(content, &indent, true)), eol.as_str());
                 TextEdit { range: line..line, new_text }
             } else {
@@ -292,7 +292,7 @@ fn ast_edit(source: &str, operation: Operation, content: &str, target: &Candidat
         Operation::InsertAfter => {
             let body = eol.apply(&text::reindent(content, &indent, true));
             if text::ends_line(source, node.end) {
-                let at = text::line_content_end(source, node.end);
+                let at = position::line_content_end(source, node.end);
                 TextEdit { range: at..at, new_text: format!("{}{body}", eol.as_str()) }
             } else {
                 // Code follows on the same line: it moves to a line of its own after the insert.
@@ -303,12 +303,12 @@ fn ast_edit(source: &str, operation: Operation, content: &str, target: &Candidat
         Operation::Delete => {
             let start = target.leading_start;
             if text::starts_line(source, start) && text::ends_line(source, node.end) {
-                let first = text::line_start(source, start);
-                let mut end = text::next_line_start(source, node.end);
+                let first = position::line_start(source, start);
+                let mut end = position::next_line_start(source, node.end);
                 // Between two blank lines (or at the file's start), take one blank line along.
                 let blank_before = first == 0 || text::is_blank_line(source, first - 1);
                 if blank_before && end < source.len() && text::is_blank_line(source, end) {
-                    end = text::next_line_start(source, end);
+                    end = position::next_line_start(source, end);
                 }
                 TextEdit { range: whole_line_deletion(source, first..end), new_text: String::new() }
             } else {
@@ -333,15 +333,17 @@ fn validate(
         && serde_json::from_str::<serde::de::IgnoredAny>(source).is_ok()
         && let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(new_text)
     {
-        let lines = LineIndex::new(new_text);
+        // serde_json numbers lines by `\n` only and columns in bytes; reported as it gives
+        // them (JSON text rarely holds a lone `\r`), the excerpt from that line.
+        let lines = position::LineIndex::new(new_text);
         let line = err.line().max(1);
-        let start = lines.start_of(line.min(lines.count().max(1)));
+        let start = lines.line_number_start(line.min(lines.line_count().max(1)));
         return Err(EditError::Syntax {
             errors: vec![SyntaxErrorSummary {
                 line,
                 column: err.column().max(1),
                 kind: format!("JSON: {err}"),
-                excerpt: lines.excerpt(start, 120),
+                excerpt: select::excerpt(new_text, start, 120),
             }],
             language: language.name(),
         });
@@ -381,18 +383,17 @@ fn validate(
     if new_errors.is_empty() {
         return Ok((true, before.len()));
     }
-    let lines = LineIndex::new(new_text);
+    let lines = position::LineIndex::new(new_text);
     let errors = new_errors
         .into_iter()
         .take(20)
         .map(|e| {
-            let line = lines.line_of(e.range.start);
-            let line_start = lines.start_of(line);
+            let (at, _) = lines.one_based(e.range.start);
             SyntaxErrorSummary {
-                line,
-                column: new_text[line_start..e.range.start].chars().count() + 1,
+                line: at.line as usize,
+                column: at.column as usize,
                 kind: if e.missing { format!("MISSING {}", e.kind) } else { e.kind.clone() },
-                excerpt: lines.excerpt(e.range.start, 120),
+                excerpt: select::excerpt(new_text, e.range.start, 120),
             }
         })
         .collect();

@@ -30,6 +30,7 @@ use ast_grep_language::SupportLang;
 
 use super::{EditError, Selector, text};
 use crate::documents::Language;
+use crate::documents::position::{self, LineIndex};
 use crate::syntax::{ParsedFile, Symbol, SymbolKind, outline, pattern};
 
 type SyntaxNode<'r> = Node<'r, StrDoc<SupportLang>>;
@@ -115,64 +116,15 @@ pub fn mode(selector: &Selector) -> Result<Mode, EditError> {
     })
 }
 
-/// Lines of `text` (1-based) for a byte offset.
-pub struct LineIndex<'t> {
-    text: &'t str,
-    /// Byte offset of each line's start.
-    starts: Vec<usize>,
-}
-
-impl<'t> LineIndex<'t> {
-    /// Indexes `text` by LSP's line rule.
-    pub fn new(text: &'t str) -> LineIndex<'t> {
-        let mut starts = vec![0];
-        let mut at = 0;
-        while text::line_content_end(text, at) < text.len() {
-            at = text::next_line_start(text, at);
-            starts.push(at);
-            if at >= text.len() {
-                break;
-            }
-        }
-        LineIndex { text, starts }
-    }
-
-    /// The 1-based line holding byte `offset`.
-    pub fn line_of(&self, offset: usize) -> usize {
-        self.starts.partition_point(|start| *start <= offset).max(1)
-    }
-
-    /// The last line of a range (its end is exclusive; an end just past a line break belongs to
-    /// the line before).
-    pub fn last_line_of(&self, range: &Range<usize>) -> usize {
-        self.line_of(range.end.saturating_sub(1).max(range.start))
-    }
-
-    /// Lines as an editor shows them (a final line break does not start a new line).
-    pub fn count(&self) -> usize {
-        if self.text.is_empty() {
-            0
-        } else if text::ends_with_break(self.text) {
-            self.starts.len() - 1
-        } else {
-            self.starts.len()
-        }
-    }
-
-    /// Byte offset where 1-based `line` starts.
-    pub fn start_of(&self, line: usize) -> usize {
-        self.starts.get(line - 1).copied().unwrap_or(self.text.len())
-    }
-
-    /// The text of the line holding `offset`, without its break, cut to `max` characters.
-    pub fn excerpt(&self, offset: usize, max: usize) -> String {
-        let start = text::line_start(self.text, offset);
-        let end = text::line_content_end(self.text, start);
-        let line = self.text[start..end].trim();
-        match line.char_indices().nth(max) {
-            Some((cut, _)) => format!("{}…", &line[..cut]),
-            None => line.to_owned(),
-        }
+/// The text of the line holding byte `offset`, without its break, trimmed and cut to `max`
+/// characters (an ellipsis marks the cut).
+pub fn excerpt(text: &str, offset: usize, max: usize) -> String {
+    let start = position::line_start(text, offset);
+    let end = position::line_content_end(text, start);
+    let line = text[start..end].trim();
+    match position::byte_of_char(line, max) {
+        Some(cut) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
     }
 }
 
@@ -191,7 +143,7 @@ pub fn candidates(
 ) -> Result<Vec<Candidate>, EditError> {
     match mode {
         Mode::Lines => {
-            let total = lines.count();
+            let total = lines.line_count();
             let start = selector.line.unwrap_or(1);
             let end = selector.line_end.unwrap_or(start);
             if start > total.max(1) {
@@ -200,7 +152,7 @@ pub fn candidates(
             if end > total.max(1) {
                 return Err(EditError::LinePastEnd { line: end, total });
             }
-            let range = lines.start_of(start)..lines.start_of(end + 1);
+            let range = lines.line_numbers_to_bytes(start, end);
             Ok(vec![Candidate {
                 leading_start: range.start,
                 range,
@@ -218,13 +170,9 @@ pub fn candidates(
             };
             Ok(spans
                 .into_iter()
-                .map(|range| Candidate {
-                    leading_start: range.start,
-                    start_line: lines.line_of(range.start),
-                    end_line: lines.last_line_of(&range),
-                    range,
-                    kind: None,
-                    name: None,
+                .map(|range| {
+                    let (start_line, end_line) = lines.line_numbers(&range);
+                    Candidate { leading_start: range.start, start_line, end_line, range, kind: None, name: None }
                 })
                 .filter(|c| c.start_line >= from && c.start_line <= to)
                 .collect())
@@ -511,10 +459,11 @@ fn candidate(
     name: Option<String>,
 ) -> Candidate {
     let range = node.range();
+    let (start_line, end_line) = lines.line_numbers(&range);
     Candidate {
         leading_start: leading_start(source, language, node),
-        start_line: lines.line_of(range.start),
-        end_line: lines.last_line_of(&range),
+        start_line,
+        end_line,
         range,
         kind: Some(node.kind().into_owned()),
         name,
@@ -538,7 +487,7 @@ fn leading_start(source: &str, language: Language, node: &SyntaxNode<'_>) -> usi
         }
         let range = sibling.range();
         // The sibling must end on the line just above `start` and begin its own line.
-        let gap = &source[range.end..text::line_start(source, start)];
+        let gap = &source[range.end..position::line_start(source, start)];
         let one_break = matches!(gap.trim_matches([' ', '\t']), "\n" | "\r\n" | "\r");
         if !one_break || !text::starts_line(source, range.start) {
             break;
@@ -552,21 +501,6 @@ fn leading_start(source: &str, language: Language, node: &SyntaxNode<'_>) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_index_counts_like_an_editor() {
-        let index = LineIndex::new("a\r\nb\rc\n");
-        assert_eq!(index.count(), 3);
-        assert_eq!(index.line_of(0), 1);
-        assert_eq!(index.line_of(3), 2);
-        assert_eq!(index.line_of(5), 3);
-        assert_eq!(index.start_of(3), 5);
-        assert_eq!(index.start_of(4), 7);
-        let index = LineIndex::new("x\ny");
-        assert_eq!(index.count(), 2);
-        assert_eq!(index.start_of(3), 3);
-        assert_eq!(LineIndex::new("").count(), 0);
-    }
 
     #[test]
     fn qualified_names() {

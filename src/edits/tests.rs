@@ -207,7 +207,7 @@ fn kind_only_with_line_narrowing() {
 /// AST candidates of `selector` in `source`, as (kind, name, first line).
 fn ast_targets(source: &str, language: Language, selector: &Selector) -> Vec<(String, String, usize)> {
     let parsed = syntax::parse(language, &Rope::from_str(source)).unwrap();
-    let lines = LineIndex::new(source);
+    let lines = position::LineIndex::new(source);
     select::candidates(source, &lines, Some(language), Some(&parsed), selector, Mode::Ast)
         .unwrap()
         .into_iter()

@@ -1,7 +1,10 @@
-//! Text helpers for edits: line boundaries by LSP's rule (`\n`, `\r\n` and a lone `\r` end a
-//! line), the file's line-ending style, indentation, and re-indenting inserted content.
+//! Text helpers for edits: the file's line-ending style, indentation, and re-indenting inserted
+//! content. Line boundaries (LSP's rule: `\n`, `\r\n` and a lone `\r` end a line) come from
+//! `documents::position`.
 //!
 //! All offsets are byte offsets into a `&str` and always fall on character boundaries.
+
+use crate::documents::position;
 
 /// A file's line-ending style, from its first line break (LF when it has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,10 +17,10 @@ pub enum LineEnding {
 impl LineEnding {
     /// The style of `text`'s first line break; [`LineEnding::Lf`] for text without one.
     pub fn detect(text: &str) -> LineEnding {
-        let bytes = text.as_bytes();
-        match memchr::memchr2(b'\n', b'\r', bytes) {
-            Some(at) if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') => LineEnding::CrLf,
-            Some(at) if bytes[at] == b'\r' => LineEnding::Cr,
+        // The first line's break, empty when the text has none.
+        match &text[position::line_content_end(text, 0)..position::next_line_start(text, 0)] {
+            "\r\n" => LineEnding::CrLf,
+            "\r" => LineEnding::Cr,
             _ => LineEnding::Lf,
         }
     }
@@ -57,51 +60,20 @@ pub fn bom_len(text: &str) -> usize {
     if text.starts_with('\u{feff}') { 3 } else { 0 }
 }
 
-/// The start of the line holding byte `at`.
-pub fn line_start(text: &str, at: usize) -> usize {
-    let bytes = &text.as_bytes()[..at];
-    match memchr::memrchr2(b'\n', b'\r', bytes) {
-        // A `\r` directly before `at` that is followed by `\n` at `at` is half of a CRLF: the
-        // line holding `at` (the `\n`) still starts after the break before it.
-        Some(i) if bytes[i] == b'\r' && text.as_bytes().get(i + 1) == Some(&b'\n') && i + 1 == at => {
-            line_start(text, i)
-        }
-        Some(i) => i + 1,
-        None => 0,
-    }
-}
-
-/// The end of the line holding byte `at`: the offset of its line break, or the text's end.
-pub fn line_content_end(text: &str, at: usize) -> usize {
-    memchr::memchr2(b'\n', b'\r', &text.as_bytes()[at..]).map_or(text.len(), |i| at + i)
-}
-
-/// The offset just after the line break that ends the line holding `at` (the next line's
-/// start), or the text's end when that line has no break.
-pub fn next_line_start(text: &str, at: usize) -> usize {
-    let end = line_content_end(text, at);
-    let bytes = text.as_bytes();
-    match bytes.get(end) {
-        Some(b'\r') if bytes.get(end + 1) == Some(&b'\n') => end + 2,
-        Some(_) => end + 1,
-        None => end,
-    }
-}
-
 /// Whether only spaces and tabs (and a BOM on the first line) come before `at` on its line.
 pub fn starts_line(text: &str, at: usize) -> bool {
-    let start = line_start(text, at).max(bom_len(text).min(at));
+    let start = position::line_start(text, at).max(bom_len(text).min(at));
     text[start..at].bytes().all(|b| b == b' ' || b == b'\t')
 }
 
 /// Whether only spaces and tabs come after `at` on its line.
 pub fn ends_line(text: &str, at: usize) -> bool {
-    text[at..line_content_end(text, at)].bytes().all(|b| b == b' ' || b == b'\t')
+    text[at..position::line_content_end(text, at)].bytes().all(|b| b == b' ' || b == b'\t')
 }
 
 /// The leading spaces and tabs of the line holding `at` (after a BOM on the first line).
 pub fn indentation(text: &str, at: usize) -> &str {
-    let start = line_start(text, at);
+    let start = position::line_start(text, at);
     let start = if start == 0 { bom_len(text) } else { start };
     let rest = &text[start..];
     let len = rest.bytes().take_while(|b| *b == b' ' || *b == b'\t').count();
@@ -110,8 +82,8 @@ pub fn indentation(text: &str, at: usize) -> &str {
 
 /// Whether the line holding `at` is blank (spaces and tabs only).
 pub fn is_blank_line(text: &str, at: usize) -> bool {
-    let start = line_start(text, at);
-    text[start..line_content_end(text, at)].bytes().all(|b| b == b' ' || b == b'\t')
+    let start = position::line_start(text, at);
+    text[start..position::line_content_end(text, at)].bytes().all(|b| b == b' ' || b == b'\t')
 }
 
 /// `content` without one trailing line break (`\r\n`, `\n` or `\r`).
@@ -121,11 +93,6 @@ pub fn strip_one_break(content: &str) -> &str {
         .or_else(|| content.strip_suffix('\n'))
         .or_else(|| content.strip_suffix('\r'))
         .unwrap_or(content)
-}
-
-/// Whether `content` ends with a line break.
-pub fn ends_with_break(content: &str) -> bool {
-    content.ends_with('\n') || content.ends_with('\r')
 }
 
 /// Re-indents `content` for a place whose lines are indented by `indent`.
@@ -174,21 +141,6 @@ mod tests {
         assert_eq!(LineEnding::detect("none"), LineEnding::Lf);
         assert_eq!(LineEnding::CrLf.apply("a\nb\r\nc\rd\\n"), "a\r\nb\r\nc\r\nd\\n");
         assert_eq!(LineEnding::Lf.apply("x\r\n"), "x\n");
-    }
-
-    #[test]
-    fn line_boundaries_follow_lsp() {
-        let text = "ab\r\ncd\ref\n\ngh";
-        assert_eq!(line_start(text, 5), 4);
-        assert_eq!(line_start(text, 3), 0); // the `\n` of `\r\n` belongs to line 1
-        assert_eq!(line_start(text, 7), 7);
-        assert_eq!(line_content_end(text, 0), 2);
-        assert_eq!(next_line_start(text, 0), 4);
-        assert_eq!(next_line_start(text, 4), 7);
-        assert_eq!(next_line_start(text, 10), 11);
-        assert_eq!(next_line_start(text, 12), 13);
-        assert!(is_blank_line(text, 10));
-        assert!(!is_blank_line(text, 11));
     }
 
     #[test]

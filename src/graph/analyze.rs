@@ -22,7 +22,7 @@ use ast_grep_language::SupportLang;
 
 use super::doc_text::{comment_above, file_description, python_docstring, signature};
 use super::{ComponentType, RelationshipType};
-use crate::documents::Language;
+use crate::documents::{Language, position};
 use crate::syntax::{ParsedFile, Symbol, SymbolKind, outline};
 
 type SyntaxNode<'r> = Node<'r, StrDoc<SupportLang>>;
@@ -115,11 +115,11 @@ pub fn component_type_of(kind: SymbolKind) -> Option<ComponentType> {
 /// Extracts the components and relationships of `parsed`, labelled `file_path`.
 pub fn extract(parsed: &ParsedFile, file_path: &str) -> FileAnalysis {
     let text = parsed.text.to_string();
-    let lines: Vec<&str> = text.split('\n').collect();
+    let lines: Vec<&str> = position::lines(&text).collect();
     let mut analysis = FileAnalysis {
         file_path: file_path.to_owned(),
         language: parsed.language,
-        line_count: crate::documents::position::line_count(&parsed.text) as u32,
+        line_count: position::line_count(&parsed.text) as u32,
         description: file_description(&lines, parsed.language),
         symbols: Vec::new(),
         imports: Vec::new(),

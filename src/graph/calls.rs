@@ -475,8 +475,7 @@ fn name_position(text: &Rope, start: Position, name: &str, encoding: Encoding) -
         position::Position { line: start.line, character: start.character },
         encoding,
     );
-    let end_line = (start.line as usize + 5).min(position::line_count(text));
-    let end = if end_line >= position::line_count(text) { text.len_bytes() } else { text.line_to_byte(end_line) };
+    let end = position::line_to_offset(text, start.line as usize + 5);
     let window = text.byte_slice(offset.min(end)..end).to_string();
     let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     let found = window.match_indices(name).find(|(at, _)| {
@@ -535,7 +534,7 @@ impl<'w> CallTargets<'w> {
                 .collect::<Result<_, _>>()?;
             self.ranges.insert(path.clone(), rows);
         }
-        let line = line + 1;
+        let line = position::one_based(line);
         Ok(self.ranges[&path]
             .iter()
             .filter(|(start, end, _, callable)| *start <= line && line <= *end && (*callable || !callables_only))

@@ -2,7 +2,7 @@
 //! declaration (`//`, `///`, `/* */`, `#` in hash-comment languages), Python docstrings, a file's
 //! own documentation, and signatures (the header without the body).
 
-use crate::documents::Language;
+use crate::documents::{Language, position};
 
 /// Longest doc comment kept as a description, in characters.
 const MAX_DOC_CHARS: usize = 1200;
@@ -13,7 +13,8 @@ const MAX_SIGNATURE_CHARS: usize = 300;
 pub(crate) fn comment_above(lines: &[&str], start_line: usize, language: Language) -> String {
     let hash_comments = matches!(language, Language::Python | Language::Shell | Language::Elixir);
     let mut collected = Vec::new();
-    let mut idx = start_line.saturating_sub(1);
+    // `idx` walks up from the declaration's own line (0-based); `lines` are by LSP's rule.
+    let mut idx = position::zero_based(start_line).unwrap_or(0);
     while idx > 0 && collected.len() < 40 {
         idx -= 1;
         let line = lines.get(idx).map_or("", |l| l.trim());
@@ -83,7 +84,7 @@ pub(crate) fn file_description(lines: &[&str], language: Language) -> String {
             docstring_at_start(&body.join("\n")).unwrap_or_default()
         }
         Language::Go => match lines.iter().position(|l| l.starts_with("package ")) {
-            Some(idx) => comment_above(lines, idx + 1, language),
+            Some(idx) => comment_above(lines, position::one_based(idx), language),
             None => String::new(),
         },
         _ => String::new(),
@@ -116,7 +117,7 @@ pub(crate) fn signature(code: &str, language: Language) -> String {
 }
 
 fn cap(mut text: String, max_chars: usize) -> String {
-    if let Some((idx, _)) = text.char_indices().nth(max_chars) {
+    if let Some(idx) = position::byte_of_char(&text, max_chars) {
         text.truncate(idx);
         text.push('…');
     }

@@ -199,22 +199,6 @@ pub(crate) fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<P
     roots
 }
 
-/// Turns each lone `\r` (one not followed by `\n`) into `\n`, in place.
-///
-/// LSP, and so the Engine, counts `\n`, `\r\n` and a lone `\r` as line breaks; grep-searcher
-/// only knows `\n`. The replacement keeps every byte offset, so line numbers then agree with
-/// `file_read`'s and the returned line texts are the same as `documents::position::line_text`.
-pub(crate) fn normalise_lone_cr(bytes: &mut [u8]) {
-    let mut from = 0;
-    while let Some(idx) = memchr::memchr(b'\r', &bytes[from..]) {
-        let at = from + idx;
-        if bytes.get(at + 1) != Some(&b'\n') {
-            bytes[at] = b'\n';
-        }
-        from = at + 1;
-    }
-}
-
 fn build_matcher(request: &SearchRequest) -> Result<RegexMatcher, SearchError> {
     RegexMatcherBuilder::new()
         .case_insensitive(request.ignore_case)
@@ -341,17 +325,6 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lone_carriage_returns_become_line_feeds_and_offsets_stay() {
-        let cases: &[(&[u8], &[u8])] =
-            &[(b"a\rb\r\nc\n", b"a\nb\r\nc\n"), (b"\r\r\n\r", b"\n\r\n\n"), (b"no breaks", b"no breaks"), (b"", b"")];
-        for (input, expected) in cases {
-            let mut bytes = input.to_vec();
-            normalise_lone_cr(&mut bytes);
-            assert_eq!(&bytes, expected, "{:?}", String::from_utf8_lossy(input));
-        }
-    }
 
     #[test]
     fn overlapping_paths_are_walked_once() {

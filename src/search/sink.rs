@@ -2,13 +2,14 @@
 //! their context.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{self, Excluded, Included};
 
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 
 use super::{ContextLine, Hit, SearchRequest};
-use crate::documents::position::{Encoding, column_in_line};
+use crate::documents::position::{self, Encoding, column_in_line};
 
 pub(super) struct FileSink<'m> {
     matcher: &'m RegexMatcher,
@@ -43,18 +44,22 @@ impl<'m> FileSink<'m> {
     pub(super) fn into_hits(self) -> Vec<Hit> {
         let n = self.context_lines;
         let lines = &self.lines;
-        let around = |from: u64, to: u64| -> Vec<ContextLine> {
-            lines.range(from..=to).map(|(&line, text)| ContextLine { line, text: text.clone() }).collect()
+        let around = |range: (Bound<u64>, Bound<u64>)| -> Vec<ContextLine> {
+            if n == 0 {
+                return Vec::new();
+            }
+            lines.range(range).map(|(&line, text)| ContextLine { line, text: text.clone() }).collect()
         };
         self.matches
             .iter()
-            .map(|(line, column, text, cut)| Hit {
-                line: *line,
-                column: *column,
+            .map(|&(line, column, ref text, cut)| Hit {
+                line,
+                column,
                 text: text.clone(),
-                text_truncated: *cut,
-                before: if n == 0 || *line == 1 { Vec::new() } else { around(line.saturating_sub(n).max(1), line - 1) },
-                after: if n == 0 { Vec::new() } else { around(line + 1, line + n) },
+                text_truncated: cut,
+                // The `n` lines before and after the hit's own line.
+                before: around((Included(line.saturating_sub(n)), Excluded(line))),
+                after: around((Excluded(line), Included(line.saturating_add(n)))),
             })
             .collect()
     }
@@ -69,8 +74,8 @@ impl<'m> FileSink<'m> {
 
     fn cut(&self, text: &str) -> (String, bool) {
         let text = text.trim_end_matches(['\n', '\r']);
-        match text.char_indices().nth(self.max_line_chars) {
-            Some((byte, _)) => (text[..byte].to_owned(), true),
+        match position::byte_of_char(text, self.max_line_chars) {
+            Some(byte) => (text[..byte].to_owned(), true),
             None => (text.to_owned(), false),
         }
     }
@@ -99,7 +104,7 @@ impl Sink for FileSink<'_> {
         let text = String::from_utf8_lossy(bytes);
         let (text, cut) = self.cut(&text);
         self.lines.insert(line, text.clone());
-        self.matches.push((line, column + 1, text, cut));
+        self.matches.push((line, position::one_based(column), text, cut));
         Ok(true)
     }
 

@@ -3,14 +3,14 @@
 //! whole lines, for a search that may stop early (at a file's first match, or at a NUL byte)
 //! and so need not read the rest.
 //!
-//! Both turn each lone `\r` into `\n` as [`super::normalise_lone_cr`] does (offsets kept), and
-//! both treat a file as grep-searcher's `search_slice` does: binary when a NUL byte is in its
-//! first [`BINARY_WINDOW`] bytes, and not searched when over the size limit.
+//! Both turn each lone `\r` into `\n` ([`position::lone_cr_to_lf`]: offsets kept), and both
+//! treat a file as grep-searcher's `search_slice` does: binary when a NUL byte is in its first
+//! [`BINARY_WINDOW`] bytes, and not searched when over the size limit.
 
 use std::fs::File;
 use std::io::{self, Read};
 
-use super::normalise_lone_cr;
+use crate::documents::position;
 
 /// A NUL byte in a text's first 64 KiB makes it binary: grep-searcher's window for a slice.
 pub const BINARY_WINDOW: usize = 64 * 1024;
@@ -53,7 +53,7 @@ pub fn read_whole(mut file: File, buffer: &mut Vec<u8>, limit: u64) -> io::Resul
             return Ok(None);
         }
     }
-    normalise_lone_cr(&mut buffer[..len]);
+    position::lone_cr_to_lf(&mut buffer[..len]);
     Ok(Some(len))
 }
 
@@ -126,17 +126,17 @@ impl<'a> DiskText<'a> {
             if self.taken == self.len as u64 && is_binary(&self.buffer[..self.len]) {
                 return Ok(None);
             }
-            // A final `\r` waits for the byte after it, unless the file ends there.
-            let settled = if !self.at_end && self.buffer[self.len - 1] == b'\r' { self.len - 1 } else { self.len };
-            normalise_lone_cr(&mut self.buffer[..settled]);
+            // Whole lines only; a final `\r` waits for the byte after it, unless the file ends
+            // there.
             let end = if self.at_end {
                 self.len
             } else {
-                match memchr::memrchr(b'\n', &self.buffer[..settled]) {
-                    Some(idx) => idx + 1,
+                match position::complete_lines_end(&self.buffer[..self.len]) {
+                    Some(end) => end,
                     None => continue, // a line longer than what was read: read on
                 }
             };
+            position::lone_cr_to_lf(&mut self.buffer[..end]);
             self.handed = end;
             return Ok(Some(&self.buffer[..end]));
         }
@@ -188,7 +188,7 @@ mod tests {
         ];
         for input in inputs {
             let mut expected = input.to_vec();
-            normalise_lone_cr(&mut expected);
+            position::lone_cr_to_lf(&mut expected);
             assert_eq!(pieces(input, 1 << 30).as_deref(), Some(expected.as_slice()), "{} bytes", input.len());
             let (_tmp, file) = file_with(input);
             let mut buffer = Vec::new();

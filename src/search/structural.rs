@@ -15,8 +15,8 @@ use ignore::WalkState;
 use ropey::Rope;
 
 use super::bounded::{BoundedByPath, Items};
-use super::{SearchError, build_walk, normalise_lone_cr, resolve_walked, walk_roots};
-use crate::documents::{BINARY_PROBE_BYTES, Language};
+use super::{SearchError, build_walk, resolve_walked, walk_roots};
+use crate::documents::{BINARY_PROBE_BYTES, Language, position};
 use crate::engine::Engine;
 use crate::syntax::pattern::{RawMatch, StructuralQuery};
 use crate::workspace::{DocumentId, ResolvedPath};
@@ -140,7 +140,7 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
         let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
         scanned.fetch_add(1, Ordering::Relaxed);
         let mut bytes = document.text.to_string().into_bytes();
-        normalise_lone_cr(&mut bytes);
+        position::lone_cr_to_lf(&mut bytes);
         if !request.query.may_match(&bytes) {
             continue;
         }

@@ -13,8 +13,8 @@ use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::Types;
 
 use super::stream::{DiskText, read_whole};
-use super::{SearchError, build_walk, normalise_lone_cr};
-use crate::documents::DocumentStore;
+use super::{SearchError, build_walk};
+use crate::documents::{DocumentStore, position};
 use crate::workspace::{DocumentId, Workspace};
 
 /// Per-call changes to the workspace's walk (`[walk]` in `filepuff.toml`).
@@ -235,7 +235,7 @@ where
         let Some(document) = documents.get(&DocumentId::from_canonical(&path)) else { continue };
         files_visited.fetch_add(1, Ordering::Relaxed);
         let mut text = document.text.to_string().into_bytes();
-        normalise_lone_cr(&mut text);
+        position::lone_cr_to_lf(&mut text);
         if !visit(&mut state, &path, Some(document.version), FileText::Whole(&text)) {
             break;
         }

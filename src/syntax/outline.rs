@@ -10,7 +10,7 @@ use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_language::SupportLang;
 
 use super::ParsedFile;
-use crate::documents::Language;
+use crate::documents::{Language, position};
 
 type SyntaxNode<'r> = Node<'r, StrDoc<SupportLang>>;
 
@@ -190,11 +190,8 @@ fn symbol(
 ) -> Symbol {
     let range = node.range();
     let node_kind = node.kind().into_owned();
-    let text = &parsed.text;
-    let start_line = text.byte_to_line(range.start.min(text.len_bytes())) + 1;
     // The end byte is exclusive: a node ending in a line break ends on the line before it.
-    let last_byte = range.end.saturating_sub(1).max(range.start).min(text.len_bytes());
-    let end_line = text.byte_to_line(last_byte) + 1;
+    let (start_line, end_line) = position::line_numbers(&parsed.text, &range);
     Symbol { name, kind, container, start_line, end_line, byte_range: range, node_kind, children }
 }
 

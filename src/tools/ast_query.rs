@@ -250,11 +250,8 @@ pub fn ast_query(engine: &Engine, params: AstQueryParams) -> Result<AstQueryOutp
 
 /// `range` of `text`, cut to [`MAX_MATCH_TEXT_CHARS`] characters; true when cut.
 fn bounded_slice(text: &Rope, range: &Range<usize>) -> (String, bool) {
-    let start = text.byte_to_char(range.start.min(text.len_bytes()));
-    let end = text.byte_to_char(range.end.min(text.len_bytes())).max(start);
-    let cut = end - start > MAX_MATCH_TEXT_CHARS;
-    let end = if cut { start + MAX_MATCH_TEXT_CHARS } else { end };
-    (text.slice(start..end).to_string(), cut)
+    let (bytes, cut) = position::char_limited(text, range, MAX_MATCH_TEXT_CHARS);
+    (text.byte_slice(bytes).to_string(), cut)
 }
 
 fn span(text: &Rope, range: &Range<usize>) -> (usize, usize, usize, usize) {

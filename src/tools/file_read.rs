@@ -391,7 +391,7 @@ pub fn render_text(output: &FileReadOutput) -> String {
     }
     if let (Some(content), Some(start)) = (&output.content, output.line_start) {
         let width = output.line_end.unwrap_or(start).to_string().len();
-        for (idx, line) in content.lines().enumerate() {
+        for (idx, line) in position::lines(content).enumerate() {
             let _ = writeln!(out, "{:>width$}\t{line}", start + idx);
         }
     }

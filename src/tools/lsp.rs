@@ -307,7 +307,10 @@ impl Target {
         if params.line == 0 || params.line > total.max(1) {
             return Err(bad_position(format!("line {} is not in {} ({total} lines)", params.line, resolved.relative)));
         }
-        let line_text = position::line_text(&text, params.line - 1).map(|l| l.to_string()).unwrap_or_default();
+        let line_text = position::zero_based(params.line)
+            .and_then(|line| position::line_text(&text, line))
+            .map(|l| l.to_string())
+            .unwrap_or_default();
         let line_chars: Vec<char> = line_text.trim_end_matches(['\n', '\r']).chars().collect();
         let column = match (&params.symbol, params.column) {
             (Some(symbol), column) => {
@@ -443,7 +446,7 @@ fn identifier_columns(line: &[char], symbol: &str) -> Vec<usize> {
         .filter(|&i| line[i..i + wanted.len()] == wanted[..])
         .filter(|&i| i == 0 || !is_ident(line[i - 1]))
         .filter(|&i| line.get(i + wanted.len()).is_none_or(|c| !is_ident(*c)))
-        .map(|i| i + 1)
+        .map(position::one_based)
         .collect()
 }
 
@@ -520,21 +523,28 @@ impl<'e> Locator<'e> {
                     Some(text),
                 )
             }
-            None => (
-                LocationInfo {
-                    file: location
-                        .uri
-                        .to_file_path()
-                        .map_or_else(|()| location.uri.to_string(), |p| p.display().to_string()),
-                    line: range.start.line as usize + 1,
-                    column: range.start.character as usize + 1,
-                    end_line: range.end.line as usize + 1,
-                    end_column: range.end.character as usize + 1,
-                    outside_root: true,
-                    text: None,
-                },
-                None,
-            ),
+            None => {
+                // No text to count characters in: the columns stay in the server's units.
+                let convert = |p: lsp_types::Position| {
+                    position::one_based_without_text(position::Position { line: p.line, character: p.character })
+                };
+                let (start, end) = (convert(range.start), convert(range.end));
+                (
+                    LocationInfo {
+                        file: location
+                            .uri
+                            .to_file_path()
+                            .map_or_else(|()| location.uri.to_string(), |p| p.display().to_string()),
+                        line: start.line as usize,
+                        column: start.column as usize,
+                        end_line: end.line as usize,
+                        end_column: end.column as usize,
+                        outside_root: true,
+                        text: None,
+                    },
+                    None,
+                )
+            }
         }
     }
 }

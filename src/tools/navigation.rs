@@ -21,7 +21,7 @@ use super::lsp::{
 };
 use super::{ErrorCode, ToolError};
 use crate::backends::Needs;
-use crate::documents::Language;
+use crate::documents::{Language, position};
 use crate::engine::Engine;
 
 /// Result of `hover`.
@@ -358,7 +358,8 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
         .map(|(other, ranges)| {
             let location =
                 location_info(engine, &Location { uri: other.uri.clone(), range: other.selection_range }, encoding).0;
-            let mut call_lines: Vec<usize> = ranges.iter().map(|r| r.start.line as usize + 1).collect();
+            let mut call_lines: Vec<usize> =
+                ranges.iter().map(|r| position::one_based(r.start.line as usize)).collect();
             call_lines.sort_unstable();
             call_lines.dedup();
             CallEntry { name: other.name, kind: kind_name(other.kind), detail: other.detail, location, call_lines }

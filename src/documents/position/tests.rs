@@ -136,3 +136,158 @@ fn encoding_names_are_lsp_position_encoding_kinds() {
     }
     assert_eq!(Encoding::from_lsp_name("utf-7"), None);
 }
+
+/// Texts for the plain-text line model; each is checked against the rope's rules below.
+const LINE_TEXTS: &[&str] =
+    &["", "x", "x\n", "x\ny", "ab\r\ncd\r\n", "ab\rcd", "\r\r\n\r", "\n\n", "a😀b\n日本語x\r\nlast", "trailing\r"];
+
+/// Offsets of every character boundary of `text`, its end included.
+fn boundaries(text: &str) -> Vec<usize> {
+    text.char_indices().map(|(at, _)| at).chain([text.len()]).collect()
+}
+
+#[test]
+fn plain_text_lines_agree_with_the_rope() {
+    for text in LINE_TEXTS {
+        let rope = rope(text);
+        let index = LineIndex::new(text);
+        assert_eq!(index.line_count(), line_count(&rope), "{text:?}");
+        assert_eq!(line_count_in(*text), line_count(&rope), "{text:?}");
+        let from_rope: Vec<String> = (0..line_count(&rope)).map(|l| line_text(&rope, l).unwrap().to_string()).collect();
+        assert_eq!(lines(text).collect::<Vec<_>>(), from_rope, "{text:?}");
+        for at in boundaries(text) {
+            assert_eq!(index.line(at), rope.byte_to_line(at), "{text:?} line of {at}");
+            assert_eq!(index.one_based(at), offset_to_one_based(&rope, at), "{text:?} one_based of {at}");
+        }
+        for line in 0..=line_count(&rope) + 1 {
+            assert_eq!(index.line_start(line), line_to_offset(&rope, line), "{text:?} start of {line}");
+        }
+        for range in [0..0, 0..text.len(), text.len()..text.len()] {
+            assert_eq!(index.line_numbers(&range), line_numbers(&rope, &range), "{text:?} {range:?}");
+        }
+    }
+}
+
+/// (text, byte, line start, line content end, next line start)
+#[test]
+fn line_boundaries_follow_lsp() {
+    let text = "ab\r\ncd\ref\n\ngh";
+    let cases = [
+        (0, 0, 2, 4),
+        (3, 0, 3, 4), // the `\n` of `\r\n` belongs to line 0
+        (4, 4, 6, 7),
+        (5, 4, 6, 7),
+        (7, 7, 9, 10),
+        (10, 10, 10, 11),
+        (12, 11, 13, 13),
+        (99, 11, 13, 13), // past the end: the end
+    ];
+    for (at, start, content_end, next) in cases {
+        assert_eq!(
+            (line_start(text, at), line_content_end(text, at), next_line_start(text, at)),
+            (start, content_end.max(at.min(text.len())), next),
+            "at {at}"
+        );
+    }
+    let spans: Vec<(usize, usize, usize)> =
+        line_spans(text).map(|line| (line.start, line.content_end, line.end)).collect();
+    assert_eq!(spans, [(0, 2, 4), (4, 6, 7), (7, 9, 10), (10, 10, 11), (11, 13, 13)]);
+    assert_eq!(line_spans("").count(), 0);
+    assert!(ends_with_line_break("a\r") && ends_with_line_break(b"a\n".as_slice()) && !ends_with_line_break(""));
+}
+
+#[test]
+fn line_breaks_are_counted_once_each() {
+    let cases: &[(&[u8], usize, usize)] = &[
+        (b"", 0, 0),
+        (b"a", 0, 1),
+        (b"a\n", 1, 1),
+        (b"a\r\nb", 1, 2),
+        (b"a\rb\r", 2, 2),
+        (b"\r\r\n\n", 3, 3),
+        (b"\xff\n\xfe", 1, 2), // not UTF-8: breaks are ASCII all the same
+    ];
+    for &(text, breaks, lines) in cases {
+        assert_eq!((count_line_breaks(text), line_count_in(text)), (breaks, lines), "{text:?}");
+    }
+}
+
+#[test]
+fn lone_carriage_returns_become_line_feeds_and_offsets_stay() {
+    let cases: &[(&[u8], &[u8])] =
+        &[(b"a\rb\r\nc\n", b"a\nb\r\nc\n"), (b"\r\r\n\r", b"\n\r\n\n"), (b"no breaks", b"no breaks"), (b"", b"")];
+    for (input, expected) in cases {
+        let mut bytes = input.to_vec();
+        lone_cr_to_lf(&mut bytes);
+        assert_eq!(&bytes, expected, "{:?}", String::from_utf8_lossy(input));
+    }
+}
+
+#[test]
+fn complete_lines_wait_for_the_byte_after_a_final_carriage_return() {
+    let cases: &[(&[u8], Option<usize>)] = &[
+        (b"", None),
+        (b"abc", None),
+        (b"a\nb", Some(2)),
+        (b"a\r\nb", Some(3)),
+        (b"a\rb", Some(2)),
+        (b"a\nb\r", Some(2)), // the `\r` may be half of a `\r\n`
+        (b"\r", None),
+        (b"a\r\r", Some(2)),
+    ];
+    for &(bytes, expected) in cases {
+        assert_eq!(complete_lines_end(bytes), expected, "{:?}", String::from_utf8_lossy(bytes));
+    }
+}
+
+#[test]
+fn line_numbers_of_ranges_and_back() {
+    let text = rope("one\r\ntwo😀\rthree\n");
+    // (range, first and last 1-based line numbers)
+    let cases = [
+        (0..3, (1, 1)),
+        (0..5, (1, 1)), // ending just past the break: still line 1
+        (0..6, (1, 2)),
+        (5..16, (2, 3)),
+        (12..12, (2, 2)), // on the lone `\r` ending line 2
+        (13..13, (3, 3)),
+        (19..19, (4, 4)), // the empty line after the final break
+        (99..120, (4, 4)),
+    ];
+    for (range, expected) in cases {
+        assert_eq!(line_numbers(&text, &range), expected, "{range:?}");
+    }
+    assert_eq!(line_numbers_to_bytes(&text, 2, 3), 5..19);
+    assert_eq!(line_numbers_to_bytes(&text, 1, 1), 0..5);
+    assert_eq!(line_numbers_to_bytes(&text, 3, 99), 13..19);
+    assert_eq!(line_numbers_to_bytes(&text, 9, 9), 19..19);
+    assert_eq!(line_to_offset(&text, 2), 13);
+    assert_eq!(line_to_offset(&text, 9), 19);
+    let index = LineIndex::new("one\r\ntwo😀\rthree\n");
+    assert_eq!(index.line_numbers_to_bytes(2, 3), 5..19);
+    assert_eq!(index.line_number_start(0), 0);
+    assert_eq!(index.line_number_start(3), 13);
+}
+
+#[test]
+fn one_and_zero_based_numbers() {
+    assert_eq!((one_based(0u32), one_based(41usize), one_based(u64::MAX)), (1, 42, u64::MAX));
+    assert_eq!((zero_based(1u32), zero_based(42usize), zero_based(0u64)), (Some(0), Some(41), None));
+    let far = Position { line: 3, character: 7 };
+    assert_eq!(one_based_without_text(far), OneBased { line: 4, column: 8 });
+}
+
+#[test]
+fn characters_are_cut_and_counted_on_boundaries() {
+    let text = "a😀日b";
+    assert_eq!([byte_of_char(text, 0), byte_of_char(text, 2), byte_of_char(text, 3)], [Some(0), Some(5), Some(8)]);
+    assert_eq!((byte_of_char(text, 4), byte_of_char("", 0)), (None, None));
+    assert_eq!(column_after(5, text), 9);
+    let rope = rope("x😀日本\ny");
+    assert_eq!(char_limited(&rope, &(0..12), 2), (0..5, true));
+    assert_eq!(char_limited(&rope, &(1..12), 9), (1..12, false));
+    assert_eq!(char_limited(&rope, &(2..99), 1), (1..5, true)); // inside 😀: from its start
+    assert!(is_char_boundary(&rope, 1) && !is_char_boundary(&rope, 2) && is_char_boundary(&rope, 13));
+    assert!(!is_char_boundary(&rope, 14));
+    assert_eq!((offset_to_char(&rope, 5), offset_to_char(&rope, 99)), (2, 6));
+}

@@ -162,8 +162,8 @@ fn metadata_map(value: &Value) -> Map<String, Value> {
 /// The first paragraph of a description, at most 300 characters.
 pub(crate) fn first_paragraph(text: &str) -> String {
     let paragraph = text.split("\n\n").next().unwrap_or("").trim();
-    match paragraph.char_indices().nth(300) {
-        Some((idx, _)) => format!("{}…", &paragraph[..idx]),
+    match crate::documents::position::byte_of_char(paragraph, 300) {
+        Some(idx) => format!("{}…", &paragraph[..idx]),
         None => paragraph.to_owned(),
     }
 }

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Answer, Batch, BatchOutput, ResearchFields, invalid_filter, run_batch};
-use crate::documents::{Origin, ReadError};
+use crate::documents::{Origin, ReadError, position};
 use crate::engine::Engine;
 use crate::tools::error::read_error;
 use crate::tools::{ErrorCode, ToolError};
@@ -227,30 +227,7 @@ fn read_one(
 
 /// Each line's byte span: (start, end without the break, end with the break).
 fn line_spans(text: &str) -> Vec<(usize, usize, usize)> {
-    let bytes = text.as_bytes();
-    let mut spans = Vec::new();
-    let mut start = 0;
-    let mut idx = 0;
-    while idx < bytes.len() {
-        match bytes[idx] {
-            b'\n' => {
-                spans.push((start, idx, idx + 1));
-                idx += 1;
-                start = idx;
-            }
-            b'\r' => {
-                let end = if bytes.get(idx + 1) == Some(&b'\n') { idx + 2 } else { idx + 1 };
-                spans.push((start, idx, end));
-                idx = end;
-                start = idx;
-            }
-            _ => idx += 1,
-        }
-    }
-    if start < bytes.len() {
-        spans.push((start, bytes.len(), bytes.len()));
-    }
-    spans
+    position::line_spans(text).map(|line| (line.start, line.content_end, line.end)).collect()
 }
 
 fn by_lines(

@@ -10,7 +10,7 @@ use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 
 use super::search_code::{MatchLocation, SearchFile, SearchMatch};
-use crate::documents::position::{Encoding, column_in_line};
+use crate::documents::position::{self, Encoding, column_in_line};
 
 /// What a [`RowSink`] keeps and how it cuts lines.
 pub(super) struct RowSettings {
@@ -90,7 +90,7 @@ impl<'a> RowSink<'a> {
                     column: row.column,
                     value: value.join("\n"),
                     location: MatchLocation { char_offset: row.offset, char_length: row.length },
-                    lsp_column: row.char_column + 1,
+                    lsp_column: position::one_based(row.char_column),
                 }
             })
             .collect();
@@ -113,10 +113,10 @@ impl<'a> RowSink<'a> {
 
     fn store_lines(&mut self, first_line: u64, bytes: &[u8]) {
         let text = String::from_utf8_lossy(bytes);
-        for (idx, line_text) in text.split_inclusive('\n').enumerate() {
+        for (idx, line_text) in position::lines(&text).enumerate() {
             let n = first_line + idx as u64;
             if self.wants_line(n) || self.kept.iter().any(|row| n >= row.line && n < row.line + row.span) {
-                self.lines.insert(n, line_text.trim_end_matches(['\n', '\r']).to_owned());
+                self.lines.insert(n, line_text.to_owned());
             }
         }
     }
@@ -133,12 +133,6 @@ fn cut_around(text: &str, anchor: usize, limit: usize) -> String {
     format!("{}{cut}{}", if start > 0 { "…" } else { "" }, if start + limit < count { "…" } else { "" })
 }
 
-/// Lines in a row's bytes (the last line may lack its `\n`).
-fn lines_in(bytes: &[u8]) -> usize {
-    let breaks = memchr::memchr_iter(b'\n', bytes).count();
-    breaks + usize::from(!bytes.ends_with(b"\n"))
-}
-
 impl Sink for RowSink<'_> {
     type Error = std::io::Error;
 
@@ -146,7 +140,7 @@ impl Sink for RowSink<'_> {
         let bytes = mat.bytes();
         let Some(first_line) = mat.line_number() else { return Ok(true) };
         self.rows += 1;
-        self.matched_lines += lines_in(bytes).max(1);
+        self.matched_lines += position::line_count_in(bytes).max(1);
         // Occurrences in the row: the non-empty matches, or 1 for a row that only empty
         // matches (`^`, `x*`) made. The row's location is its first non-empty match.
         let (mut first, mut first_empty, mut found) = (None, None, 0);
@@ -163,13 +157,12 @@ impl Sink for RowSink<'_> {
         if self.kept.len() < self.settings.per_file {
             let (start, end) = first.or(first_empty).unwrap_or((0, 0));
             let before = &bytes[..start];
-            let line = first_line + memchr::memchr_iter(b'\n', before).count() as u64;
-            let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
-            let prefix = String::from_utf8_lossy(&before[line_start..]);
+            let line = first_line + position::count_line_breaks(before) as u64;
+            let prefix = String::from_utf8_lossy(&before[position::line_start(before, before.len())..]);
             let (column, _) = column_in_line(&prefix, prefix.len(), Encoding::Utf16);
             let (char_column, _) = column_in_line(&prefix, prefix.len(), Encoding::Utf32);
-            let span = 1 + memchr::memchr_iter(b'\n', &bytes[start..end]).count() as u64
-                - u64::from(end > start && bytes[end - 1] == b'\n');
+            // Lines the match covers: a match ending just past a line break ends on that line.
+            let span = position::line_count_in(&bytes[start..end]) as u64;
             self.kept.push(Row {
                 line,
                 column,
@@ -219,10 +212,5 @@ mod tests {
         assert_eq!(cut_around(&text, 0, 4), "abcd…");
         assert_eq!(cut_around(&text, 20, 4), "…tuvw…");
         assert_eq!(cut_around(&text, 25, 4), "…wxyz");
-    }
-
-    #[test]
-    fn lines_in_counts_an_unterminated_last_line() {
-        assert_eq!([lines_in(b"a\n"), lines_in(b"a\nb\n"), lines_in(b"a\nb"), lines_in(b"a")], [1, 2, 2, 1]);
     }
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use super::{
     AnswerInfo, DefinitionInfo, DefinitionOutput, FileReferences, LocationInfo, ReferencesOutput, Target, preview,
 };
+use crate::documents::position;
 use crate::engine::Engine;
 use crate::search::{self, SearchRequest};
 use crate::syntax::{Symbol, outline};
@@ -144,7 +145,7 @@ fn location(file: &str, line: usize, column: usize, name: &str, text: &str) -> L
         line,
         column,
         end_line: line,
-        end_column: column + name.chars().count(),
+        end_column: position::column_after(column, name),
         outside_root: false,
         text: Some(text.trim().to_owned()),
     }
