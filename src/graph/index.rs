@@ -4,6 +4,7 @@
 //! and drop files that vanished.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -16,6 +17,7 @@ use super::store::GraphStore;
 use super::{ComponentType, GraphError, RelationshipType};
 use crate::backends::{BackendError, Backends};
 use crate::documents::{DocumentStore, Language};
+use crate::search;
 use crate::workspace::{ResolvedPath, Workspace};
 
 /// Files written per transaction by [`index`].
@@ -76,7 +78,9 @@ pub struct LanguageCalls {
 /// Indexes every file with an analysed language under `paths` (the root when empty): parses on
 /// worker threads, writes in transactions of [`BATCH_FILES`] files, asks the language servers
 /// for calls (per `options.calls`), then resolves the other links by name and removes files that
-/// disappeared. Open editor buffers are analysed in their live text.
+/// disappeared. Open editor buffers are analysed in their live text (unsaved new files too).
+///
+/// Errors: [`GraphError::Walk`] for an invalid `[walk] exclude` entry; store failures.
 pub fn index(
     store: &GraphStore,
     workspace: &Workspace,
@@ -86,7 +90,7 @@ pub fn index(
     options: &IndexOptions,
 ) -> Result<IndexReport, GraphError> {
     let started = Instant::now();
-    let files = walk(workspace, paths);
+    let files = walk(workspace, documents, paths)?;
     let mut report = IndexReport::default();
     // Languages whose calls a server gives: decided once, before anything is written.
     let mut languages: BTreeMap<&'static str, (Language, LanguageCalls)> = BTreeMap::new();
@@ -324,41 +328,27 @@ fn analyse_file(
     Ok(extract(&parsed, &path.relative))
 }
 
-/// Every analysed file under `paths` (the root when empty), sorted by path, honouring the
-/// walk settings of `filepuff.toml`.
-fn walk(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<(ResolvedPath, Language)> {
-    let config = &workspace.config().walk;
-    let roots: Vec<std::path::PathBuf> = if paths.is_empty() {
-        vec![workspace.root().to_path_buf()]
-    } else {
-        paths.iter().map(|p| p.absolute.clone()).collect()
-    };
-    let mut builder = ignore::WalkBuilder::new(&roots[0]);
-    for root in &roots[1..] {
-        builder.add(root);
-    }
-    let mut overrides = ignore::overrides::OverrideBuilder::new(workspace.root());
-    for glob in &config.exclude {
-        // An invalid glob is reported by file_search; here it is simply not applied.
-        let _ = overrides.add(&format!("!{glob}"));
-    }
-    if let Ok(overrides) = overrides.build() {
-        builder.overrides(overrides);
-    }
-    builder.hidden(!config.hidden).require_git(config.require_git).follow_links(config.follow_symlinks);
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    for entry in builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+/// Every analysed file under `paths` (the root when empty), sorted by path: a visitor of the
+/// workspace walk ([`crate::search::for_each_file`]), so `[walk]` settings and open buffers
+/// (unsaved new files included) count as for every other walk.
+///
+/// Errors: [`GraphError::Walk`] for an invalid `[walk] exclude` entry.
+fn walk(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    paths: &[ResolvedPath],
+) -> Result<Vec<(ResolvedPath, Language)>, GraphError> {
+    let roots = search::walk_roots(workspace, paths);
+    let analysed = |path: &Path, _: Option<&str>| Language::from_path(path).is_some_and(analyses);
+    let found = Mutex::new(Vec::new());
+    search::for_each_file(workspace, documents, &roots, &analysed, |path, _| {
+        if let (Some(language), Some(resolved)) = (Language::from_path(path), workspace.resolved_from_walk(path)) {
+            found.lock().unwrap_or_else(|e| e.into_inner()).push((resolved, language));
         }
-        let Some(language) = Language::from_path(entry.path()).filter(|l| analyses(*l)) else { continue };
-        let Ok(real) = entry.path().canonicalize() else { continue };
-        let Some(resolved) = workspace.resolved_from_walk(&real) else { continue };
-        if seen.insert(resolved.relative.clone()) {
-            out.push((resolved, language));
-        }
-    }
+        true
+    })?;
+    let mut out = found.into_inner().unwrap_or_else(|e| e.into_inner());
     out.sort_by(|a, b| a.0.relative.cmp(&b.0.relative));
-    out
+    out.dedup_by(|a, b| a.0.relative == b.0.relative);
+    Ok(out)
 }

@@ -275,6 +275,10 @@ pub enum GraphError {
     /// Any other SQLite failure (disk full, corruption, I/O).
     #[error("graph store failure: {message}")]
     Storage { message: String },
+    /// The walk of `graph index` could not be built (an invalid `[walk] exclude` entry): the
+    /// same error every walk gives.
+    #[error(transparent)]
+    Walk(#[from] crate::search::SearchError),
 }
 
 impl From<rusqlite::Error> for GraphError {

@@ -14,18 +14,20 @@ mod sink;
 mod stream;
 pub mod structural;
 mod visit;
+mod walk;
 
 pub use stream::{DiskText, is_binary};
-pub(crate) use visit::walk_with;
-pub use visit::{FileText, VisitStats, WalkOptions, for_each_stream, for_each_text};
+pub use visit::{
+    Accept, FileText, SourceText, VisitStats, for_each_file, for_each_source, for_each_stream, for_each_text,
+};
+pub use walk::WalkOptions;
+pub(crate) use walk::walk_roots;
+pub(crate) use walk::walk_with;
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
-use ignore::WalkBuilder;
-use ignore::overrides::OverrideBuilder;
 use ignore::types::{Types, TypesBuilder};
 
 use crate::documents::DocumentStore;
@@ -107,7 +109,9 @@ pub enum SearchError {
     InvalidRegex { pattern: String, message: String },
     #[error("unknown file type {name:?}")]
     UnknownFileType { name: String, known: Vec<String> },
-    #[error("invalid exclude glob {glob:?}: {message}")]
+    /// A glob of the call (include/exclude globs, excluded directories) or an entry of
+    /// `[walk] exclude` is not valid; the same error for every walk.
+    #[error("invalid glob {glob:?}: {message}")]
     InvalidGlob { glob: String, message: String },
 }
 
@@ -144,59 +148,6 @@ pub fn search(
     let mut outcome = collector.finish();
     outcome.files_searched = stats.files_visited;
     Ok(outcome)
-}
-
-/// The parallel walker over `roots` with the workspace's walk settings: ignore files, hidden
-/// files, symlinks, `[walk] exclude` globs, thread count; `types` selects ripgrep file types.
-pub(crate) fn build_walk(
-    workspace: &Workspace,
-    roots: &[PathBuf],
-    types: Option<Types>,
-) -> Result<WalkBuilder, SearchError> {
-    let config = workspace.config();
-    let mut walk = WalkBuilder::new(&roots[0]);
-    for root in &roots[1..] {
-        walk.add(root);
-    }
-    let mut overrides = OverrideBuilder::new(workspace.root());
-    for glob in &config.walk.exclude {
-        overrides
-            .add(&format!("!{glob}"))
-            .map_err(|err| SearchError::InvalidGlob { glob: glob.clone(), message: err.to_string() })?;
-    }
-    let overrides =
-        overrides.build().map_err(|err| SearchError::InvalidGlob { glob: String::new(), message: err.to_string() })?;
-    let threads = match config.search.threads {
-        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        n => n,
-    };
-    walk.hidden(!config.walk.hidden)
-        .require_git(config.walk.require_git)
-        .follow_links(config.walk.follow_symlinks)
-        .overrides(overrides)
-        .threads(threads)
-        .filter_entry(|entry| entry.file_name() != ".git");
-    if let Some(types) = types {
-        walk.types(types);
-    }
-    Ok(walk)
-}
-
-/// The walk's starting points: the root when none are given; otherwise the given paths without
-/// duplicates and without paths inside another given path (each file is searched once).
-pub(crate) fn walk_roots(workspace: &Workspace, paths: &[ResolvedPath]) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        return vec![workspace.root().to_path_buf()];
-    }
-    let mut sorted: Vec<&Path> = paths.iter().map(|p| p.absolute.as_path()).collect();
-    sorted.sort();
-    let mut roots: Vec<PathBuf> = Vec::new();
-    for path in sorted {
-        if !roots.iter().any(|kept| path.starts_with(kept)) {
-            roots.push(path.to_path_buf());
-        }
-    }
-    roots
 }
 
 fn build_matcher(request: &SearchRequest) -> Result<RegexMatcher, SearchError> {
@@ -254,15 +205,6 @@ pub(crate) fn build_types(names: &[String]) -> Result<Types, SearchError> {
 /// really under the root, or cannot be opened.
 pub(crate) fn open_walked(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
     crate::workspace::open::open_regular(path, Some(workspace.root())).ok().map(|(file, _)| file)
-}
-
-pub(crate) fn resolve_walked(workspace: &Workspace, path: &Path, follow_symlinks: bool) -> Option<ResolvedPath> {
-    if follow_symlinks {
-        // A followed link may lead outside the root: the sandbox decides.
-        let real = path.canonicalize().ok()?;
-        return workspace.resolved_from_walk(&real);
-    }
-    workspace.resolved_from_walk(path)
 }
 
 /// Gathers per-file results from the walker threads, keeping only what can still be returned.

@@ -3,9 +3,10 @@
 //! whole lines, for a search that may stop early (at a file's first match, or at a NUL byte)
 //! and so need not read the rest.
 //!
-//! Both turn each lone `\r` into `\n` ([`position::lone_cr_to_lf`]: offsets kept), and both
-//! treat a file as grep-searcher's `search_slice` does: binary when a NUL byte is in its first
-//! [`BINARY_WINDOW`] bytes, and not searched when over the size limit.
+//! Both turn each lone `\r` into `\n` ([`position::lone_cr_to_lf`]: offsets kept; a whole read
+//! for a parser keeps the text as written), and both treat a file as grep-searcher's
+//! `search_slice` does: binary when a NUL byte is in its first [`BINARY_WINDOW`] bytes, and not
+//! searched when over the size limit.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -39,9 +40,9 @@ fn read_at(file: &mut File, buffer: &mut Vec<u8>, at: usize) -> io::Result<usize
     }
 }
 
-/// Reads all of `file` into `buffer` (see [`read_at`]) and turns lone `\r` into `\n`. Returns
-/// the file's length, or `None` when it is longer than `limit` bytes.
-pub fn read_whole(mut file: File, buffer: &mut Vec<u8>, limit: u64) -> io::Result<Option<usize>> {
+/// Reads all of `file` into `buffer` (see [`read_at`]) and, with `normalise`, turns lone `\r`
+/// into `\n`. Returns the file's length, or `None` when it is longer than `limit` bytes.
+pub fn read_whole(mut file: File, buffer: &mut Vec<u8>, limit: u64, normalise: bool) -> io::Result<Option<usize>> {
     let mut len = 0;
     loop {
         let n = read_at(&mut file, buffer, len)?;
@@ -53,7 +54,9 @@ pub fn read_whole(mut file: File, buffer: &mut Vec<u8>, limit: u64) -> io::Resul
             return Ok(None);
         }
     }
-    position::lone_cr_to_lf(&mut buffer[..len]);
+    if normalise {
+        position::lone_cr_to_lf(&mut buffer[..len]);
+    }
     Ok(Some(len))
 }
 
@@ -192,7 +195,7 @@ mod tests {
             assert_eq!(pieces(input, 1 << 30).as_deref(), Some(expected.as_slice()), "{} bytes", input.len());
             let (_tmp, file) = file_with(input);
             let mut buffer = Vec::new();
-            let len = read_whole(file, &mut buffer, 1 << 30).unwrap().unwrap();
+            let len = read_whole(file, &mut buffer, 1 << 30, true).unwrap().unwrap();
             assert_eq!(&buffer[..len], expected.as_slice());
         }
     }
@@ -209,6 +212,6 @@ mod tests {
         assert_eq!(pieces(&vec![b'x'; READ_SIZE * 2], READ_SIZE as u64), None);
         assert_eq!(pieces(&[b'x'; 100], 100).map(|v| v.len()), Some(100));
         let (_tmp, file) = file_with(&[b'x'; 100]);
-        assert_eq!(read_whole(file, &mut Vec::new(), 99).unwrap(), None);
+        assert_eq!(read_whole(file, &mut Vec::new(), 99, true).unwrap(), None);
     }
 }

@@ -1,25 +1,22 @@
 //! Structural search: one compiled [`StructuralQuery`] over the workspace walk.
 //!
-//! Files of the query's language are read in parallel; a file lacking one of the pattern's
-//! literal tokens is skipped before it is parsed (see [`StructuralQuery::may_match`]); the rest
-//! are parsed through the Engine's syntax cache, so a second query over the same files reuses
-//! their trees. Open documents are searched in their live text. Results are ordered by path and
+//! A visitor of the workspace walk (`visit.rs`): files of the query's language are read in
+//! parallel, as written; a file lacking one of the pattern's literal tokens is skipped before
+//! it is parsed (see [`StructuralQuery::may_match`]); the rest are parsed through the Engine's
+//! syntax cache, so a second query over the same files reuses their trees. Open documents are searched in their live text. Results are ordered by path and
 //! position and cut at `max_results`; totals cover the whole walk.
 
-use std::collections::HashSet;
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ignore::WalkState;
 use ropey::Rope;
 
 use super::bounded::{BoundedByPath, Items};
-use super::{SearchError, build_walk, resolve_walked, walk_roots};
+use super::{SearchError, SourceText, for_each_source, walk_roots};
 use crate::documents::{BINARY_PROBE_BYTES, Language, position};
 use crate::engine::Engine;
 use crate::syntax::pattern::{RawMatch, StructuralQuery};
-use crate::workspace::{DocumentId, ResolvedPath};
+use crate::workspace::ResolvedPath;
 
 /// A structural search request. Paths are already resolved by the workspace.
 pub struct StructuralRequest<'q> {
@@ -58,98 +55,51 @@ pub struct StructuralOutcome {
     pub truncated: bool,
 }
 
-/// Runs `request` over the workspace of `engine`.
+/// Runs `request` over the workspace of `engine`: a visitor of the workspace walk
+/// ([`super::for_each_source`]) that takes the files of the query's language.
 ///
 /// Errors: [`SearchError::InvalidGlob`] from the `[walk] exclude` configuration.
 pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<StructuralOutcome, SearchError> {
     let workspace = engine.workspace();
-    let config = workspace.config();
     let language = request.query.language();
     let roots = walk_roots(workspace, &request.paths);
-    let walk = build_walk(workspace, &roots, None)?;
-    let documents = engine.documents();
-    let open_paths: HashSet<PathBuf> = documents.open_ids().iter().map(|id| id.path().to_path_buf()).collect();
     let collector = Collector {
         files: BoundedByPath::new(request.max_results),
         total_matches: AtomicUsize::new(0),
         files_matched: AtomicUsize::new(0),
     };
-    let scanned = AtomicUsize::new(0);
     let parsed_count = AtomicUsize::new(0);
-    // The call's cancellation (MCP `notifications/cancelled`), checked before each file.
-    let cancel = crate::cancel::CancelFlag::current();
-
-    walk.build_parallel().run(|| {
-        let collector = &collector;
-        let open_paths = &open_paths;
-        let scanned = &scanned;
-        let parsed_count = &parsed_count;
-        let cancel = &cancel;
-        let mut buffer = Vec::new();
-        Box::new(move |entry| {
-            if cancel.is_cancelled() {
-                return WalkState::Quit;
+    // An open buffer's language is the one its editor gave, else its file name's.
+    let of_language = |path: &Path, language_id: Option<&str>| {
+        language_id.and_then(Language::from_name).or_else(|| Language::from_path(path)) == Some(language)
+    };
+    let stats = for_each_source(workspace, engine.documents(), &roots, &of_language, |path, buffer_version, text| {
+        let Some(resolved) = workspace.resolved_from_walk(path) else { return true };
+        let text = match text {
+            SourceText::Disk(bytes) => {
+                if !request.query.may_match(bytes)
+                    || memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE_BYTES)]).is_some()
+                {
+                    return true;
+                }
+                Rope::from_str(&String::from_utf8_lossy(bytes))
             }
-            let Ok(entry) = entry else { return WalkState::Continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) || Language::from_path(entry.path()) != Some(language) {
-                return WalkState::Continue;
+            SourceText::Buffer(rope) => {
+                let mut bytes = rope.to_string().into_bytes();
+                position::lone_cr_to_lf(&mut bytes);
+                if !request.query.may_match(&bytes) {
+                    return true;
+                }
+                rope.clone()
             }
-            let Some(resolved) = resolve_walked(workspace, entry.path(), config.walk.follow_symlinks) else {
-                return WalkState::Continue;
-            };
-            if open_paths.contains(&resolved.absolute) {
-                return WalkState::Continue;
-            }
-            if entry.metadata().is_ok_and(|m| m.len() > config.limits.max_file_bytes) {
-                return WalkState::Continue;
-            }
-            scanned.fetch_add(1, Ordering::Relaxed);
-            buffer.clear();
-            // Opened without following a symlink or blocking, checked on the descriptor; never
-            // read past the size limit (the file may have grown since the walk's stat).
-            let Some(file) = super::open_walked(workspace, &resolved.absolute) else { return WalkState::Continue };
-            let limit = config.limits.max_file_bytes;
-            if file.take(limit + 1).read_to_end(&mut buffer).is_err() || buffer.len() as u64 > limit {
-                return WalkState::Continue;
-            }
-            if !request.query.may_match(&buffer)
-                || memchr::memchr(0, &buffer[..buffer.len().min(BINARY_PROBE_BYTES)]).is_some()
-            {
-                return WalkState::Continue;
-            }
-            parsed_count.fetch_add(1, Ordering::Relaxed);
-            let text = Rope::from_str(&String::from_utf8_lossy(&buffer));
-            search_text(engine, request, resolved, None, text, collector);
-            WalkState::Continue
-        })
-    });
-
-    // Open buffers of the language inside the searched paths, in their live text.
-    for path in open_paths {
-        if cancel.is_cancelled() {
-            break;
-        }
-        if !roots.iter().any(|root| path.starts_with(root)) {
-            continue;
-        }
-        let Some(document) = documents.get(&DocumentId::from_canonical(&path)) else { continue };
-        let doc_language = Language::from_name(&document.language_id).or_else(|| Language::from_path(&path));
-        if doc_language != Some(language) {
-            continue;
-        }
-        let Some(resolved) = workspace.resolved_from_walk(&path) else { continue };
-        scanned.fetch_add(1, Ordering::Relaxed);
-        let mut bytes = document.text.to_string().into_bytes();
-        position::lone_cr_to_lf(&mut bytes);
-        if !request.query.may_match(&bytes) {
-            continue;
-        }
+        };
         parsed_count.fetch_add(1, Ordering::Relaxed);
-        search_text(engine, request, resolved, Some(document.version), document.text, &collector);
-    }
+        search_text(engine, request, resolved, buffer_version, text, &collector);
+        true
+    })?;
 
     let mut outcome = collector.finish();
-    outcome.files_scanned = scanned.into_inner();
+    outcome.files_scanned = stats.files_visited;
     outcome.files_parsed = parsed_count.into_inner();
     Ok(outcome)
 }

@@ -1,7 +1,9 @@
-//! The one walk-and-read loop behind text searches: every file under the roots (the workspace's
-//! walk plus per-call options), read from disk — or from its open editor buffer, which wins —
-//! handed to a visitor on the walker's threads, whole or as a stream the visitor reads as far
-//! as it needs.
+//! The one walk-and-read loop: every file under the roots (the workspace's walk plus per-call
+//! options, see `walk.rs`), read from disk — or from its open editor buffer, which wins —
+//! handed to a visitor on the walker's threads. Text searches take files whole or as a stream
+//! of whole lines ([`for_each_text`], [`for_each_stream`]; lone `\r` made `\n`), structural
+//! search takes them as written ([`for_each_source`]), the graph index takes only their paths
+//! ([`for_each_file`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -9,73 +11,15 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ignore::WalkState;
-use ignore::overrides::{Override, OverrideBuilder};
+use ignore::overrides::Override;
 use ignore::types::Types;
+use ropey::Rope;
 
+use super::SearchError;
 use super::stream::{DiskText, read_whole};
-use super::{SearchError, build_walk};
+use super::walk::{Exclude, WalkOptions, walk_with};
 use crate::documents::{DocumentStore, position};
 use crate::workspace::{DocumentId, Workspace};
-
-/// Per-call changes to the workspace's walk (`[walk]` in `filepuff.toml`).
-#[derive(Debug, Clone, Default)]
-pub struct WalkOptions {
-    /// Do not honour `.gitignore`, `.ignore` and git's exclude files (ripgrep `--no-ignore`).
-    pub no_ignore: bool,
-    /// Visit hidden files; `None` keeps `[walk] hidden`.
-    pub hidden: Option<bool>,
-    /// ripgrep-style globs relative to the workspace root: `pat` keeps only matching files
-    /// (directories are still entered), `!pat` excludes.
-    pub globs: Vec<String>,
-    /// Directory names (or root-relative directory paths) not to enter.
-    pub exclude_dirs: Vec<String>,
-    /// Deepest level visited below each root (the root is depth 0); `None` for no limit.
-    pub max_depth: Option<usize>,
-}
-
-impl WalkOptions {
-    /// The override globs (`[walk] exclude`, then this call's globs and excluded directories).
-    pub(crate) fn overrides(&self, workspace: &Workspace) -> Result<Override, SearchError> {
-        let mut builder = OverrideBuilder::new(workspace.root());
-        let invalid = |glob: &str, err: ignore::Error| SearchError::InvalidGlob {
-            glob: glob.to_owned(),
-            message: err.to_string(),
-        };
-        for glob in &workspace.config().walk.exclude {
-            builder.add(&format!("!{glob}")).map_err(|err| invalid(glob, err))?;
-        }
-        for glob in &self.globs {
-            builder.add(glob).map_err(|err| invalid(glob, err))?;
-        }
-        for dir in &self.exclude_dirs {
-            let dir = dir.trim_matches('/');
-            if dir.is_empty() {
-                continue;
-            }
-            builder.add(&format!("!{dir}/")).map_err(|err| invalid(dir, err))?;
-        }
-        builder.build().map_err(|err| invalid("", err))
-    }
-}
-
-/// Builds the walker over `roots` with the workspace's settings changed by `options`.
-pub(crate) fn walk_with(
-    workspace: &Workspace,
-    roots: &[PathBuf],
-    types: Option<Types>,
-    options: &WalkOptions,
-) -> Result<ignore::WalkBuilder, SearchError> {
-    let mut walk = build_walk(workspace, roots, types)?;
-    walk.overrides(options.overrides(workspace)?);
-    if options.no_ignore {
-        walk.git_ignore(false).git_global(false).git_exclude(false).ignore(false).parents(false);
-    }
-    if let Some(hidden) = options.hidden {
-        walk.hidden(!hidden);
-    }
-    walk.max_depth(options.max_depth);
-    Ok(walk)
-}
 
 /// What a visit saw.
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,6 +37,19 @@ pub enum FileText<'t, 'b> {
     Stream(&'t mut DiskText<'b>),
 }
 
+/// A file's text as a [`for_each_source`] visitor gets it: as written, line breaks untouched.
+pub enum SourceText<'t> {
+    /// A file on disk, read whole (not checked for binary content; may be invalid UTF-8).
+    Disk(&'t [u8]),
+    /// An open editor buffer's live text.
+    Buffer(&'t Rope),
+}
+
+/// Which files a [`for_each_source`] or [`for_each_file`] visit sees, besides the walk's own
+/// rules: a file's path and, for an open buffer, the language id its editor gave. Asked before
+/// a disk file is read.
+pub type Accept<'a> = &'a (dyn Fn(&Path, Option<&str>) -> bool + Sync);
+
 /// Hands every text file under `roots`, read whole, to `visit`, on the walker's threads.
 ///
 /// `init` makes one state per thread (a searcher, buffers); `visit` gets it with the file's
@@ -101,6 +58,8 @@ pub enum FileText<'t, 'b> {
 /// instead of the disk's, and the bytes. Files over `[limits] max_file_bytes` are skipped. Open
 /// buffers inside the roots that pass the types and globs are visited whether or not the file
 /// exists on disk. Returning `false` from `visit` stops the walk early.
+///
+/// Errors: [`SearchError::InvalidGlob`] from `[walk] exclude` or `options`.
 pub fn for_each_text<S, I, V>(
     workspace: &Workspace,
     documents: &DocumentStore,
@@ -115,9 +74,10 @@ where
     I: Fn() -> S + Sync,
     V: Fn(&mut S, &Path, Option<i32>, &[u8]) -> bool + Sync,
 {
-    visit_files(workspace, documents, roots, types, options, false, init, |state, path, version, text| match text {
-        FileText::Whole(bytes) => visit(state, path, version, bytes),
-        FileText::Stream(_) => unreachable!("visit_files streams only when asked to"),
+    let scope = Scope { roots, types, options, accept: None };
+    visit_files(workspace, documents, &scope, Reading::Whole, init, |state, path, version, item| match item {
+        Item::Text(FileText::Whole(bytes)) => visit(state, path, version, bytes),
+        _ => unreachable!("Reading::Whole hands out whole texts"),
     })
 }
 
@@ -138,28 +98,105 @@ where
     I: Fn() -> S + Sync,
     V: Fn(&mut S, &Path, Option<i32>, FileText<'_, '_>) -> bool + Sync,
 {
-    visit_files(workspace, documents, roots, types, options, true, init, visit)
+    let scope = Scope { roots, types, options, accept: None };
+    visit_files(workspace, documents, &scope, Reading::Stream, init, |state, path, version, item| match item {
+        Item::Text(text) => visit(state, path, version, text),
+        _ => unreachable!("Reading::Stream hands out texts"),
+    })
 }
 
-#[allow(clippy::too_many_arguments)] // the two public faces above keep the list readable
-fn visit_files<S, I, V>(
+/// Hands every file under `roots` that `accept` takes, as written ([`SourceText`]: a disk
+/// file's bytes, or an open buffer's rope), to `visit` on the walker's threads — what a parser
+/// needs. Otherwise as [`for_each_text`], with the workspace's walk unchanged.
+pub fn for_each_source<V>(
     workspace: &Workspace,
     documents: &DocumentStore,
     roots: &[PathBuf],
+    accept: Accept<'_>,
+    visit: V,
+) -> Result<VisitStats, SearchError>
+where
+    V: Fn(&Path, Option<i32>, SourceText<'_>) -> bool + Sync,
+{
+    let options = WalkOptions::default();
+    let scope = Scope { roots, types: None, options: &options, accept: Some(accept) };
+    visit_files(
+        workspace,
+        documents,
+        &scope,
+        Reading::Source,
+        || (),
+        |_, path, version, item| match item {
+            Item::Source(text) => visit(path, version, text),
+            _ => unreachable!("Reading::Source hands out sources"),
+        },
+    )
+}
+
+/// Hands the path of every file under `roots` that `accept` takes to `visit`, on the walker's
+/// threads, without reading it: the disk files of the walk and the open buffers in scope
+/// (with their version; the visitor reads them through the documents store). Otherwise as
+/// [`for_each_text`], with the workspace's walk unchanged.
+pub fn for_each_file<V>(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    roots: &[PathBuf],
+    accept: Accept<'_>,
+    visit: V,
+) -> Result<VisitStats, SearchError>
+where
+    V: Fn(&Path, Option<i32>) -> bool + Sync,
+{
+    let options = WalkOptions::default();
+    let scope = Scope { roots, types: None, options: &options, accept: Some(accept) };
+    visit_files(workspace, documents, &scope, Reading::Nothing, || (), |_, path, version, _| visit(path, version))
+}
+
+/// Which files a visit sees.
+struct Scope<'a> {
+    roots: &'a [PathBuf],
     types: Option<Types>,
-    options: &WalkOptions,
-    stream: bool,
+    options: &'a WalkOptions,
+    accept: Option<Accept<'a>>,
+}
+
+/// How a visit reads each file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Whole, lone `\r` made `\n` ([`FileText::Whole`]).
+    Whole,
+    /// Disk files in pieces of whole lines ([`FileText::Stream`]), buffers whole.
+    Stream,
+    /// As written ([`SourceText`]).
+    Source,
+    /// Not at all ([`Item::Unread`]).
+    Nothing,
+}
+
+/// What the inner visitor gets, by [`Reading`].
+enum Item<'t, 'b> {
+    Text(FileText<'t, 'b>),
+    Source(SourceText<'t>),
+    Unread,
+}
+
+fn visit_files<S, I, V>(
+    workspace: &Workspace,
+    documents: &DocumentStore,
+    scope: &Scope<'_>,
+    reading: Reading,
     init: I,
     visit: V,
 ) -> Result<VisitStats, SearchError>
 where
     S: Send,
     I: Fn() -> S + Sync,
-    V: Fn(&mut S, &Path, Option<i32>, FileText<'_, '_>) -> bool + Sync,
+    V: Fn(&mut S, &Path, Option<i32>, Item<'_, '_>) -> bool + Sync,
 {
     let config = workspace.config();
-    let walk = walk_with(workspace, roots, types.clone(), options)?;
-    let overrides = options.overrides(workspace)?;
+    let walk = walk_with(workspace, scope.roots, scope.types.clone(), scope.options)?;
+    let overrides = scope.options.overrides(workspace)?;
+    let exclude = Exclude::new(workspace)?;
     let open_paths: HashSet<PathBuf> = documents.open_ids().iter().map(|id| id.path().to_path_buf()).collect();
     let visited_open: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let files_visited = AtomicUsize::new(0);
@@ -197,21 +234,40 @@ where
                 visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
                 return WalkState::Continue;
             }
-            // Opened without following a symlink or blocking on a FIFO, and checked on the
-            // descriptor: the entry may have been swapped since the walk saw it.
-            let Some(file) = super::open_walked(workspace, path) else { return WalkState::Continue };
-            let keep_going = if stream {
-                let mut text = DiskText::new(file, &mut buffer, limit);
-                let keep_going = visit(&mut state, path, None, FileText::Stream(&mut text));
-                if !text.too_large() {
+            if scope.accept.is_some_and(|accept| !accept(path, None)) {
+                return WalkState::Continue;
+            }
+            let keep_going = match reading {
+                Reading::Nothing => {
                     files_visited.fetch_add(1, Ordering::Relaxed);
+                    visit(&mut state, path, None, Item::Unread)
                 }
-                keep_going
-            } else {
-                // No stat per file: a file over the limit shows when reading it.
-                let Ok(Some(len)) = read_whole(file, &mut buffer, limit) else { return WalkState::Continue };
-                files_visited.fetch_add(1, Ordering::Relaxed);
-                visit(&mut state, path, None, FileText::Whole(&buffer[..len]))
+                Reading::Stream => {
+                    // Opened without following a symlink or blocking on a FIFO, and checked on
+                    // the descriptor: the entry may have been swapped since the walk saw it.
+                    let Some(file) = super::open_walked(workspace, path) else { return WalkState::Continue };
+                    let mut text = DiskText::new(file, &mut buffer, limit);
+                    let keep_going = visit(&mut state, path, None, Item::Text(FileText::Stream(&mut text)));
+                    if !text.too_large() {
+                        files_visited.fetch_add(1, Ordering::Relaxed);
+                    }
+                    keep_going
+                }
+                Reading::Whole | Reading::Source => {
+                    let Some(file) = super::open_walked(workspace, path) else { return WalkState::Continue };
+                    // No stat per file: a file over the limit shows when reading it.
+                    let normalise = reading == Reading::Whole;
+                    let Ok(Some(len)) = read_whole(file, &mut buffer, limit, normalise) else {
+                        return WalkState::Continue;
+                    };
+                    files_visited.fetch_add(1, Ordering::Relaxed);
+                    let item = if normalise {
+                        Item::Text(FileText::Whole(&buffer[..len]))
+                    } else {
+                        Item::Source(SourceText::Disk(&buffer[..len]))
+                    };
+                    visit(&mut state, path, None, item)
+                }
             };
             if !keep_going {
                 stop.store(true, Ordering::Relaxed);
@@ -229,33 +285,42 @@ where
             break;
         }
         let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);
-        if !walked && !buffer_in_scope(&path, roots, types.as_ref(), &overrides, options) {
+        if !walked && !buffer_in_scope(&path, scope, &overrides, &exclude) {
             continue;
         }
         let Some(document) = documents.get(&DocumentId::from_canonical(&path)) else { continue };
+        if scope.accept.is_some_and(|accept| !accept(&path, Some(&document.language_id))) {
+            continue;
+        }
         files_visited.fetch_add(1, Ordering::Relaxed);
-        let mut text = document.text.to_string().into_bytes();
-        position::lone_cr_to_lf(&mut text);
-        if !visit(&mut state, &path, Some(document.version), FileText::Whole(&text)) {
+        let keep_going = match reading {
+            Reading::Nothing => visit(&mut state, &path, Some(document.version), Item::Unread),
+            Reading::Source => {
+                visit(&mut state, &path, Some(document.version), Item::Source(SourceText::Buffer(&document.text)))
+            }
+            Reading::Whole | Reading::Stream => {
+                let mut text = document.text.to_string().into_bytes();
+                position::lone_cr_to_lf(&mut text);
+                visit(&mut state, &path, Some(document.version), Item::Text(FileText::Whole(&text)))
+            }
+        };
+        if !keep_going {
             break;
         }
     }
     Ok(VisitStats { files_visited: files_visited.into_inner() })
 }
 
-/// Whether an open buffer the walk did not meet (its file is not on disk) belongs to this walk.
-fn buffer_in_scope(
-    path: &std::path::Path,
-    roots: &[PathBuf],
-    types: Option<&Types>,
-    overrides: &Override,
-    options: &WalkOptions,
-) -> bool {
-    let Some(root) = roots.iter().find(|root| path.starts_with(root)) else { return false };
-    if let Some(max_depth) = options.max_depth
+/// Whether an open buffer the walk did not meet (its file is not on disk) belongs to this walk:
+/// under a root, within the depth, of the types, past the globs and `[walk] exclude`.
+fn buffer_in_scope(path: &Path, scope: &Scope<'_>, overrides: &Override, exclude: &Exclude) -> bool {
+    let Some(root) = scope.roots.iter().find(|root| path.starts_with(root)) else { return false };
+    if let Some(max_depth) = scope.options.max_depth
         && path.strip_prefix(root).map_or(0, |rest| rest.components().count()) > max_depth
     {
         return false;
     }
-    types.is_none_or(|types| !types.matched(path, false).is_ignore()) && !overrides.matched(path, false).is_ignore()
+    scope.types.as_ref().is_none_or(|types| !types.matched(path, false).is_ignore())
+        && !overrides.matched(path, false).is_ignore()
+        && !exclude.excludes_below(root, path)
 }

@@ -9,6 +9,7 @@ use super::local::iso8601;
 use super::{ErrorCode, ToolError};
 use crate::engine::Engine;
 use crate::index::{EntryKind, FileIndex, IndexEntry, meta};
+use crate::search::SearchError;
 
 /// Parameters of `files_list`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -130,12 +131,14 @@ pub struct FileInfo {
 }
 
 fn index(engine: &Engine) -> Result<std::sync::Arc<FileIndex>, ToolError> {
-    engine.file_index().map_err(|err| {
-        ToolError::new(
+    engine.file_index().map_err(|err| match err {
+        // The same error every walk gives for an invalid `[walk] exclude` entry.
+        SearchError::InvalidGlob { .. } => ToolError::from(err),
+        _ => ToolError::new(
             ErrorCode::IndexUnavailable,
             format!("the file index cannot be built: {err}"),
             "Check [walk] exclude in filepuff.toml and the root's permissions.",
-        )
+        ),
     })
 }
 

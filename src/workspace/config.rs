@@ -170,7 +170,8 @@ pub struct WalkConfig {
     pub require_git: bool,
     /// Follow symlinks during walks; targets outside the root are still skipped (default false).
     pub follow_symlinks: bool,
-    /// Extra gitignore-style globs excluded from every walk (default none).
+    /// Gitignore lines, relative to the root, of what every walk leaves out; `!pattern`
+    /// re-includes what an earlier line left out (default none). See `search/walk.rs`.
     pub exclude: Vec<String>,
 }
 

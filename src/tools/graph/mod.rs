@@ -181,7 +181,7 @@ pub(crate) fn store(engine: &Engine) -> Result<Arc<GraphStore>, ToolError> {
     engine.graph().map_err(|err| graph_error(err, engine))
 }
 
-/// Maps a graph failure to its tool error (codes 7001–7007).
+/// Maps a graph failure to its tool error (codes 7001–7007; a walk error keeps its search code).
 pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
     let message = err.to_string();
     match err {
@@ -240,6 +240,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         )
         .with("path", graph_path_text(engine))
         .with("detail", detail),
+        GraphError::Walk(err) => ToolError::from(err),
         GraphError::Storage { message: detail } => ToolError::new(
             ErrorCode::GraphStoreFailed,
             message,
