@@ -232,6 +232,99 @@ pub fn char_limited(text: &Rope, range: &Range<usize>, max_chars: usize) -> (Ran
     (text.char_to_byte(start)..text.char_to_byte(end), cut)
 }
 
+/// The text of 0-based `line` without its break, trimmed; when it holds more than `max_chars`
+/// characters (minified code), a window of `max_chars` characters around the 1-based character
+/// column `column` (a third of the window before it), with `…` where it was cut. `None` past the
+/// end of the text.
+pub fn line_excerpt(text: &Rope, line: usize, column: usize, max_chars: usize) -> Option<String> {
+    let slice = line_text(text, line)?;
+    let chars = slice.len_chars();
+    if chars <= max_chars {
+        return Some(slice.to_string().trim().to_owned());
+    }
+    let start = column.saturating_sub(1).min(chars).saturating_sub(max_chars / 3);
+    let end = (start + max_chars).min(chars);
+    let window = slice.slice(start..end).to_string();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if end < chars { "…" } else { "" };
+    Some(format!("{before}{}{after}", window.trim()))
+}
+
+/// The first `max_chars` characters of 0-based `line` without its break, and whether the line
+/// was longer. `None` past the end of the text.
+pub fn line_prefix(text: &Rope, line: usize, max_chars: usize) -> Option<(RopeSlice<'_>, bool)> {
+    let slice = line_text(text, line)?;
+    Some(if slice.len_chars() > max_chars { (slice.slice(..max_chars), true) } else { (slice, false) })
+}
+
+/// What [`read_window`] took from a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// The bytes taken.
+    pub bytes: Range<usize>,
+    /// The 1-based number of the last line the bytes reach into: the requested last line
+    /// unless the budget cut the read.
+    pub last_line: usize,
+    /// Whether the requested start column was past the end of its line (the read then starts
+    /// at the line's end, as LSP clamps a column).
+    pub column_clamped: bool,
+    /// Where the character budget cut the read; `None` when all requested lines fit.
+    pub cut: Option<WindowCut>,
+}
+
+/// Where [`read_window`]'s budget ended a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowCut {
+    /// Before a whole line: the read continues at this 1-based line.
+    BeforeLine(usize),
+    /// Inside the first line, which alone was over the budget: the read continues at 1-based
+    /// character `column` of it, after `taken` of its `line_chars` characters.
+    InLine { column: usize, taken: usize, line_chars: usize },
+}
+
+/// Lines `first..=last` (1-based, `first <= last`, both clamped to the text) of `text`, the last
+/// one's break included, starting at 1-based character `column` of `first` (`None` or 1: the
+/// line's start) and holding at most `max_chars` characters: the budget stops the read before
+/// the first line that does not fit, or inside `first` when even it does not.
+pub fn read_window(text: &Rope, first: usize, column: Option<usize>, last: usize, max_chars: usize) -> Window {
+    let first_index = first.saturating_sub(1);
+    let (start, column_clamped) = match column {
+        Some(column) if column > 1 => {
+            let at = OneBased { line: to_u32(first), column: to_u32(column) };
+            let (offset, fidelity) = one_based_to_offset(text, at);
+            (offset, fidelity == Fidelity::Clamped)
+        }
+        _ => (line_to_offset(text, first_index), false),
+    };
+    let end = line_to_offset(text, last).max(start);
+    let (start_char, end_char) = (text.byte_to_char(start), text.byte_to_char(end));
+    if end_char - start_char <= max_chars {
+        return Window { bytes: start..end, last_line: last, column_clamped, cut: None };
+    }
+    let cut_char = start_char + max_chars;
+    let cut_line = text.char_to_line(cut_char);
+    if cut_line > first_index {
+        // Some whole lines fit: stop before the one the budget ends in.
+        let end = text.line_to_byte(cut_line);
+        return Window {
+            bytes: start..end,
+            last_line: cut_line,
+            column_clamped,
+            cut: Some(WindowCut::BeforeLine(cut_line + 1)),
+        };
+    }
+    let cut_byte = text.char_to_byte(cut_char);
+    let (at, _) = offset_to_one_based(text, cut_byte);
+    let line_chars = line_text(text, first_index).map_or(0, |line| line.len_chars());
+    let column = at.column as usize;
+    Window {
+        bytes: start..cut_byte,
+        last_line: first,
+        column_clamped,
+        cut: Some(WindowCut::InLine { column, taken: column - 1, line_chars }),
+    }
+}
+
 /// The column just after `text` written from `column`, both counted in characters (`text`
 /// holds no line break): the exclusive end column of a name that starts at `column`.
 pub fn column_after(column: usize, text: &str) -> usize {

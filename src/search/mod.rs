@@ -24,6 +24,7 @@ pub use walk::WalkOptions;
 pub(crate) use walk::walk_roots;
 pub(crate) use walk::walk_with;
 
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};

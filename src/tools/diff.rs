@@ -128,7 +128,7 @@ impl Write for BoundedDiff {
                     self.text.push_str(piece);
                     self.kept += chars;
                 } else {
-                    let cut = piece.char_indices().nth(room).map_or(piece.len(), |(at, _)| at);
+                    let cut = crate::documents::position::byte_of_char(piece, room).unwrap_or(piece.len());
                     self.text.push_str(&piece[..cut]);
                     self.kept += room;
                     self.line_cut += chars - room;

@@ -239,49 +239,29 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     let content = if total_lines == 0 {
         String::new()
     } else {
-        let line_start_byte = text.line_to_byte(line_start - 1);
-        let start_byte = match params.column_start {
-            Some(column) if column > 1 => {
-                let at = position::OneBased { line: to_u32(line_start), column: to_u32(column) };
-                let (offset, fidelity) = position::one_based_to_offset(text, at);
-                if fidelity == position::Fidelity::Clamped {
-                    output.notes.push(format!("column_start {column} is past the end of line {line_start}"));
-                }
-                offset
+        let window = position::read_window(text, line_start, params.column_start, line_end, budget);
+        if window.column_clamped {
+            let column = params.column_start.unwrap_or_default();
+            output.notes.push(format!("column_start {column} is past the end of line {line_start}"));
+        }
+        line_end = window.last_line;
+        match window.cut {
+            None => {}
+            Some(position::WindowCut::BeforeLine(next)) => {
+                output.truncated = true;
+                output.next_line_start = Some(next);
             }
-            _ => line_start_byte,
-        };
-        let end_byte = text.line_to_byte(line_end.min(text.len_lines()));
-        let (start_char, end_char) = (text.byte_to_char(start_byte), text.byte_to_char(end_byte));
-        let end_byte = if end_char - start_char <= budget {
-            end_byte
-        } else {
-            // The budget ends inside line `cut_line` (0-based): stop before it when some whole
-            // line fits, else cut the first line itself.
-            let cut_char = start_char + budget;
-            let cut_line = text.char_to_line(cut_char);
-            output.truncated = true;
-            if cut_line > line_start - 1 {
-                line_end = cut_line;
-                output.next_line_start = Some(cut_line + 1);
-                text.line_to_byte(cut_line)
-            } else {
-                line_end = line_start;
-                let cut_byte = text.char_to_byte(cut_char);
-                let (at, _) = position::offset_to_one_based(text, cut_byte);
-                let line_chars = position::line_text(text, line_start - 1).map_or(0, |line| line.len_chars());
+            Some(position::WindowCut::InLine { column, taken, line_chars }) => {
+                output.truncated = true;
                 output.next_line_start = Some(line_start);
-                output.next_column_start = Some(at.column as usize);
+                output.next_column_start = Some(column);
                 output.notes.push(format!(
-                    "line {line_start} is {line_chars} characters long: cut after character {} by the output budget \
-                     (max_chars {budget}); continue with line_start={line_start}, column_start={}",
-                    at.column - 1,
-                    at.column
+                    "line {line_start} is {line_chars} characters long: cut after character {taken} by the output budget \
+                     (max_chars {budget}); continue with line_start={line_start}, column_start={column}"
                 ));
-                cut_byte
             }
-        };
-        text.byte_slice(start_byte..end_byte).to_string()
+        }
+        text.byte_slice(window.bytes).to_string()
     };
     output.line_start = Some(line_start);
     output.line_end = Some(line_end);
@@ -354,8 +334,8 @@ fn cut_members(symbol: &mut SymbolInfo, budget: usize) {
 
 /// `text` cut to [`MAX_SYMBOL_NAME_CHARS`] characters, with `…` when cut.
 fn bounded_name(text: &str) -> String {
-    match text.char_indices().nth(MAX_SYMBOL_NAME_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
+    match position::byte_of_char(text, MAX_SYMBOL_NAME_CHARS) {
+        Some(at) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
 }

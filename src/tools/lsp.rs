@@ -509,7 +509,8 @@ impl<'e> Locator<'e> {
                     position::offset_to_one_based(&text, offset).0
                 };
                 let (start, end) = (convert(range.start), convert(range.end));
-                let line_text = line_excerpt(&text, start.line as usize - 1, start.column as usize - 1);
+                let line_text = position::zero_based(start.line as usize)
+                    .and_then(|line| position::line_excerpt(&text, line, start.column as usize, MAX_LINE_CHARS));
                 (
                     LocationInfo {
                         file: resolved.relative,
@@ -553,23 +554,6 @@ impl<'e> Locator<'e> {
 /// code) is cut to a window of this many characters around the location, marked with `…`.
 const MAX_LINE_CHARS: usize = 300;
 
-/// The text of 0-based `line`, trimmed, or when longer than [`MAX_LINE_CHARS`] a window of that
-/// many characters around 0-based character `column`, with `…` where it was cut. `None` past
-/// the end.
-fn line_excerpt(text: &Rope, line: usize, column: usize) -> Option<String> {
-    let slice = position::line_text(text, line)?;
-    let chars = slice.len_chars();
-    if chars <= MAX_LINE_CHARS {
-        return Some(slice.to_string().trim().to_owned());
-    }
-    let start = column.min(chars).saturating_sub(MAX_LINE_CHARS / 3);
-    let end = (start + MAX_LINE_CHARS).min(chars);
-    let window = slice.slice(start..end).to_string();
-    let before = if start > 0 { "…" } else { "" };
-    let after = if end < chars { "…" } else { "" };
-    Some(format!("{before}{}{after}", window.trim()))
-}
-
 /// `cat -n` style lines around 1-based `line`, each cut to [`MAX_LINE_CHARS`] characters.
 fn preview(text: &Rope, line: usize) -> String {
     let total = position::line_count(text);
@@ -577,12 +561,8 @@ fn preview(text: &Rope, line: usize) -> String {
     let last = (line + PREVIEW_CONTEXT).min(total);
     let mut out = String::new();
     for number in first..=last {
-        let Some(slice) = position::line_text(text, number - 1) else { continue };
-        let content = if slice.len_chars() > MAX_LINE_CHARS {
-            format!("{}…", slice.slice(..MAX_LINE_CHARS))
-        } else {
-            slice.to_string()
-        };
+        let Some((shown, cut)) = position::line_prefix(text, number - 1, MAX_LINE_CHARS) else { continue };
+        let content = if cut { format!("{shown}…") } else { shown.to_string() };
         out.push_str(&format!("{number:>6}\t{content}\n"));
     }
     out
@@ -924,8 +904,8 @@ mod tests {
     fn long_lines_are_cut_around_the_location() {
         let line = format!("{}needle{}", "a".repeat(10_000), "b".repeat(10_000));
         let text = Rope::from_str(&format!("short\n{line}\n"));
-        assert_eq!(line_excerpt(&text, 0, 0).as_deref(), Some("short"));
-        let excerpt = line_excerpt(&text, 1, 10_000).unwrap();
+        assert_eq!(position::line_excerpt(&text, 0, 1, MAX_LINE_CHARS).as_deref(), Some("short"));
+        let excerpt = position::line_excerpt(&text, 1, 10_001, MAX_LINE_CHARS).unwrap();
         assert!(excerpt.contains("needle") && excerpt.starts_with('…') && excerpt.ends_with('…'), "{excerpt}");
         assert!(excerpt.chars().count() <= MAX_LINE_CHARS + 2);
         let shown = preview(&text, 2);

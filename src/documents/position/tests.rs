@@ -291,3 +291,36 @@ fn characters_are_cut_and_counted_on_boundaries() {
     assert!(!is_char_boundary(&rope, 14));
     assert_eq!((offset_to_char(&rope, 5), offset_to_char(&rope, 99)), (2, 6));
 }
+
+#[test]
+fn read_window_takes_whole_lines_within_the_budget_and_cuts_a_long_first_line() {
+    let text = Rope::from_str("ab\ncdé\nfg\n");
+    // Everything fits: lines 1..=3 with their breaks.
+    let all = read_window(&text, 1, None, 3, 100);
+    assert_eq!((&text.to_string()[all.bytes.clone()], all.last_line, all.cut.clone()), ("ab\ncdé\nfg\n", 3, None));
+    // 5 characters from line 1: "ab\n" fits, "cdé\n" does not → continue at line 2.
+    let cut = read_window(&text, 1, None, 3, 5);
+    assert_eq!(text.byte_slice(cut.bytes.clone()).to_string(), "ab\n");
+    assert_eq!((cut.last_line, cut.cut), (1, Some(WindowCut::BeforeLine(2))));
+    // From column 2 of line 2 ("dé\n…") with room for 1 character: cut inside the line.
+    let inline = read_window(&text, 2, Some(2), 3, 1);
+    assert_eq!(text.byte_slice(inline.bytes.clone()).to_string(), "d");
+    assert_eq!(inline.cut, Some(WindowCut::InLine { column: 3, taken: 2, line_chars: 3 }));
+    assert!(!inline.column_clamped);
+    // A column past the line's end starts at its end, and says so.
+    let clamped = read_window(&text, 1, Some(9), 1, 100);
+    assert!(clamped.column_clamped);
+    assert_eq!(text.byte_slice(clamped.bytes).to_string(), "\n");
+}
+
+#[test]
+fn line_excerpt_windows_a_long_line_around_the_column() {
+    let long = format!("{}X{}\nshort  \n", "a".repeat(500), "b".repeat(500));
+    let text = Rope::from_str(&long);
+    assert_eq!(line_excerpt(&text, 1, 1, 300).as_deref(), Some("short"));
+    let excerpt = line_excerpt(&text, 0, 501, 300).unwrap();
+    assert!(excerpt.starts_with('…') && excerpt.ends_with('…') && excerpt.contains('X'), "{excerpt}");
+    assert_eq!(excerpt.chars().count(), 302);
+    assert_eq!(line_excerpt(&text, 5, 1, 300), None);
+    assert_eq!(line_prefix(&text, 0, 3).map(|(s, cut)| (s.to_string(), cut)), Some(("aaa".to_owned(), true)));
+}
