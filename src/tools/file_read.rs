@@ -269,10 +269,6 @@ pub fn file_read(engine: &Engine, params: FileReadParams) -> Result<FileReadOutp
     Ok(output)
 }
 
-fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
 /// The top-level symbols of `all` from `offset` on that fit in `budget` characters (of JSON,
 /// estimated), at least one; the first one's members are cut when it alone is over. Returns
 /// them and the offset that continues the outline when it was cut, with a note.
