@@ -11,6 +11,7 @@ Run with `bench/run` (it builds the release binary and installs ripgrep). Prints
      (a fresh `filepuff query` process per run) and warm (repeated calls to one `filepuff mcp`,
      parse cache hot), ratio filepuff / ast-grep;
   5. edit_apply latency on generated 1 MB and 10 MB Go files, by text and by AST name.
+`--only-query` runs 4 alone; `--no-query` skips 4 and 5.
 Nothing here asserts a time: the figures go to docs/performance.md.
 """
 
@@ -340,6 +341,9 @@ def main():
         sys.exit("build the release binary first (bench/run does)")
     print("filepuff %s, %d runs each, %d CPUs" % (BIN, RUNS, os.cpu_count()))
     print()
+    if "--only-query" in sys.argv:
+        bench_query()
+        return
     bench_search()
     bench_outline()
     bench_startup()

@@ -34,6 +34,8 @@ import time
 import zlib
 from pathlib import Path
 
+from corpora import GO_ENV, gopls_tools_module, writable_copy
+
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -41,22 +43,6 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
 QUERIES = 100
 SEED = 0
-
-
-# gopls resolves x/tools' dependencies from the module cache only (no network), with the local Go.
-GO_ENV = {"GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"}
-
-
-def gopls_tools_module() -> Path | None:
-    """golang.org/x/tools at the version the installed gopls was built from, in the module cache."""
-    gopls = shutil.which("gopls")
-    if not gopls:
-        return None
-    info = subprocess.run(["go", "version", "-m", gopls], capture_output=True, text=True).stdout
-    version = re.search(r"^\s*dep\s+golang\.org/x/tools\s+(\S+)", info, re.M)
-    cache = subprocess.check_output(["go", "env", "GOMODCACHE"], text=True).strip()
-    path = Path(cache) / f"golang.org/x/tools@{version.group(1)}" if version else None
-    return path if path and path.is_dir() else None
 
 
 def corpora(tmp: Path):
@@ -70,10 +56,7 @@ def corpora(tmp: Path):
     out = [("Go net + go (stdlib)", go, "*.go", os.environ.get("BENCH_LSP_STDLIB") == "1")]
     tools = gopls_tools_module()
     if tools:
-        copy = tmp / "xtools"
-        shutil.copytree(tools, copy, ignore=shutil.ignore_patterns("testdata"))
-        for path in [copy, *copy.rglob("*")]:
-            path.chmod(path.stat().st_mode | 0o200)
+        copy = writable_copy(tools, tmp / "xtools")
         out.append((f"golang.org/x/tools {tools.name.split('@')[1][:7]} (module)", copy, "*.go", True))
     py = tmp / "python"
     stdlib = Path(sysconfig.get_paths()["stdlib"])

@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""find_definition / find_references through `filepuff mcp` vs the same language server spoken to
-directly, same queries, same run. Run with `bench/run lsp` (or directly after
-scripts/install-language-servers and a release build).
+"""find_definition / find_references / hover through `filepuff mcp` vs the same language server
+spoken to directly, same queries, same run, interleaved: gopls on golang.org/x/tools (a real
+module, 300+ packages), basedpyright on CPython's `json` package, clangd on the C fixture (a line
+with emoji and CJK before the identifier). Run with `bench/run lsp [gopls|basedpyright|clangd|cclsp]`
+(or directly after scripts/install-language-servers and a release build).
 
 The direct harness is a minimal LSP client over stdio (Content-Length framing): initialize,
-didOpen, wait until the server has published diagnostics for the file, then time warm requests.
-filepuff is driven with newline-delimited JSON-RPC (no SDK cost). Printed: p50 and p90 of each,
-and the added latency p50 (filepuff minus direct) — the figure the target (≤ 0.5 ms) is about.
+didOpen, wait until hover answers, then time warm requests. filepuff is driven with
+newline-delimited JSON-RPC (no SDK cost). Printed per server: p50 and p90 of each, the added
+latency p50 (filepuff minus direct) — the figure the target (≤ 0.5 ms) is about — the ratio, and
+whether filepuff's references total equals the server's (exit status 1 when not).
 """
 
 import json
 import re
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from corpora import GO_ENV, go_packages, gopls_tools_module, writable_copy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
@@ -27,9 +31,9 @@ RUNS = int(os.environ.get("BENCH_RUNS", "200"))
 
 
 class Lsp:
-    def __init__(self, command, root):
+    def __init__(self, command, root, env=None):
         self.proc = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
         self.notifications = []
 
@@ -57,9 +61,12 @@ class Lsp:
             message = self.read()
             if message.get("id") == my_id and "method" not in message:
                 return message
-            if "method" in message and "id" in message:  # a server->client request: answer null
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-            else:
+            if "method" in message and "id" in message:  # a server->client request
+                result = None
+                if message["method"] == "workspace/configuration":
+                    result = [None for _ in message["params"].get("items", [])]
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            elif message.get("method") != "textDocument/publishDiagnostics":
                 self.notifications.append(message)
 
     def notify(self, method, params):
@@ -111,90 +118,144 @@ def pct(samples, q):
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
 
 
+def locate(root, file, needle, token):
+    """(0-based line, UTF-16 column, 1-based line, 1-based character column) of `token` on the
+    first line of `file` holding `needle`."""
+    lines = (root / file).read_text().splitlines()
+    line = next(i for i, text in enumerate(lines) if needle in text)
+    chars = lines[line].index(token, lines[line].index(needle))
+    utf16 = len(lines[line][:chars].encode("utf-16-le")) // 2
+    return line, utf16, line + 1, chars + 1
+
+
+def compare(label, command, root, language, cases, env=None):
+    """The same definition / references / hover, sent to the server directly (minimal LSP client)
+    and through `filepuff mcp` (raw JSON-RPC, its own instance of the server), RUNS warm requests
+    each, in the same run. `cases` maps a request to (file, needle, token)."""
+    at = {name: (file, *locate(root, file, needle, token)) for name, (file, needle, token) in cases.items()}
+    full_env = {**os.environ, **(env or {})}
+    lsp = Lsp(command, root, env=full_env)
+    lsp.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                               "capabilities": {"general": {"positionEncodings": ["utf-16"]},
+                                                "textDocument": {"hover": {"contentFormat": ["markdown"]}},
+                                                "workspace": {"configuration": True}},
+                               "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}]})
+    lsp.notify("initialized", {})
+    for file in sorted({file for file, *_ in at.values()}):
+        lsp.notify("textDocument/didOpen", {"textDocument": {"uri": (root / file).as_uri(), "languageId": language,
+                                                             "version": 1, "text": (root / file).read_text()}})
+
+    def params(name):
+        file, line, utf16, _, _ = at[name]
+        out = {"textDocument": {"uri": (root / file).as_uri()}, "position": {"line": line, "character": utf16}}
+        if name == "references":
+            out["context"] = {"includeDeclaration": True}
+        return out
+
+    methods = {"definition": "textDocument/definition", "references": "textDocument/references",
+               "hover": "textDocument/hover"}
+    deadline = time.monotonic() + 180
+    while not (lsp.request("textDocument/hover", params("hover")).get("result")):
+        if time.monotonic() > deadline:
+            sys.exit(f"{label}: no hover answer from the server in 180 s")
+        time.sleep(0.2)
+    mcp = RawMcp(root, env=env)
+    tools = {"definition": "find_definition", "references": "find_references", "hover": "hover"}
+
+    def arguments(name):
+        file, _, _, line, column = at[name]
+        return {"file": file, "line": line, "column": column}
+
+    direct = {name: [] for name in methods}
+    ours = {name: [] for name in methods}
+    answers = {}
+    for i in range(RUNS + 20):
+        for name in methods:
+            # Interleaved, so both paths see the same load.
+            start = time.perf_counter()
+            reply = lsp.request(methods[name], params(name))
+            if i >= 20:
+                direct[name].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            out = mcp.call(tools[name], arguments(name))
+            if i >= 20:
+                ours[name].append(time.perf_counter() - start)
+            answers[name] = (reply.get("result"), out)
+    lsp.request("shutdown", None)
+    lsp.notify("exit", None)
+    lsp.proc.wait(timeout=20)
+    mcp.proc.stdin.close()
+    mcp.proc.wait(timeout=20)
+
+    refs_direct = len(answers["references"][0] or [])
+    refs_ours = answers["references"][1].get("total_references")
+    print(f"### {label}")
+    print("| request | direct p50 ms | direct p90 ms | filepuff p50 ms | filepuff p90 ms | added p50 ms | ratio p50 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in methods:
+        d50, d90 = pct(direct[name], 0.5), pct(direct[name], 0.9)
+        f50, f90 = pct(ours[name], 0.5), pct(ours[name], 0.9)
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (name, d50, d90, f50, f90, f50 - d50, f50 / d50))
+    print()
+    print(f"references: direct {refs_direct}, filepuff {refs_ours} "
+          f"(completeness: {answers['references'][1].get('completeness')})")
+    print()
+    return refs_direct == refs_ours
+
+
 def main():
     if not Path(BIN).exists():
         sys.exit("build the release binary first (bench/run does)")
-    gopls = shutil.which("gopls", path=f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}")
-    if not gopls:
-        sys.exit("gopls is not installed: scripts/install-language-servers")
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "go"
-        shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / "go", root)
-        main_go = root / "main.go"
-        text = main_go.read_text()
-        line = next(i for i, l in enumerate(text.splitlines()) if "world" in l)
-        col = text.splitlines()[line].index("Hello")
-        greet = root / "greet" / "greet.go"
-        gline = next(i for i, l in enumerate(greet.read_text().splitlines()) if "func Hello(" in l)
-
-        # Direct: gopls over stdio.
-        lsp = Lsp([gopls], root)
-        lsp.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
-                                   "workspaceFolders": [{"uri": root.as_uri(), "name": "go"}]})
-        lsp.notify("initialized", {})
-        for path in (main_go, greet):
-            lsp.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "go", "version": 1,
-                                                                 "text": path.read_text()}})
-        lsp.wait_for(lambda n: n.get("method") == "textDocument/publishDiagnostics")
-        def_params = {"textDocument": {"uri": main_go.as_uri()}, "position": {"line": line, "character": col}}
-        ref_params = {"textDocument": {"uri": greet.as_uri()}, "position": {"line": gline, "character": 5},
-                      "context": {"includeDeclaration": True}}
-        direct = {"definition": [], "references": []}
-        for _ in range(20):
-            lsp.request("textDocument/definition", def_params)
-            lsp.request("textDocument/references", ref_params)
-        for _ in range(RUNS):
-            start = time.perf_counter()
-            lsp.request("textDocument/definition", def_params)
-            direct["definition"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            answer = lsp.request("textDocument/references", ref_params)
-            direct["references"].append(time.perf_counter() - start)
-        direct_refs = len(answer["result"])
-        lsp.request("shutdown", None)
-        lsp.notify("exit", None)
-        lsp.proc.wait(timeout=10)
-
-        # filepuff mcp with its own gopls.
-        mcp = RawMcp(root)
-        def_args = {"file": "main.go", "line": line + 1, "column": col + 1}
-        ref_args = {"file": "greet/greet.go", "line": gline + 1, "column": 6}
-        ours = {"definition": [], "references": []}
-        for _ in range(20):
-            mcp.call("find_definition", def_args)
-            mcp.call("find_references", ref_args)
-        for _ in range(RUNS):
-            start = time.perf_counter()
-            mcp.call("find_definition", def_args)
-            ours["definition"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            out = mcp.call("find_references", ref_args)
-            ours["references"].append(time.perf_counter() - start)
-        our_refs = out["total_references"]
-        completeness = out["completeness"]
-        mcp.proc.stdin.close()
-        mcp.proc.wait(timeout=20)
-
-        peer = bench_cclsp(root, gline)
-
-    print("## find_definition / find_references: filepuff mcp vs gopls directly (warm, %d runs each)" % RUNS)
-    print("| request | direct p50 ms | direct p90 ms | filepuff p50 ms | filepuff p90 ms | added p50 ms |")
-    print("|---|---|---|---|---|---|")
-    for name in ("definition", "references"):
-        d50, d90 = pct(direct[name], 0.5), pct(direct[name], 0.9)
-        f50, f90 = pct(ours[name], 0.5), pct(ours[name], 0.9)
-        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (name, d50, d90, f50, f90, f50 - d50))
+    which = lambda name: shutil.which(name, path=f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}")  # noqa: E731
+    only = set(sys.argv[1:])
+    print(f"filepuff {BIN}; {RUNS} warm requests of each kind per server, interleaved with the direct ones; "
+          f"load average before: {os.getloadavg()[0]:.1f}")
     print()
-    print("references found: direct %d, filepuff %d (completeness: %s)" % (direct_refs, our_refs, completeness))
-    if peer:
-        print()
-        print("## peer: cclsp %s (npm) on the same gopls and query, through MCP (warm, %d runs)" % (peer["version"], PEER_RUNS))
-        print("| tool | p50 ms | p90 ms | references found |")
-        print("|---|---|---|---|")
-        print("| cclsp find_references | %.2f | %.2f | %s |" % (pct(peer["references"], 0.5), pct(peer["references"], 0.9),
-                                                           peer["found"]))
-        print("| filepuff find_references | %.2f | %.2f | %d |" % (pct(ours["references"], 0.5),
-                                                              pct(ours["references"], 0.9), our_refs))
+    complete = True
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        tools = gopls_tools_module()
+        if tools and (not only or "gopls" in only):
+            root = writable_copy(tools, tmp / "xtools")
+            packages = go_packages(root)
+            complete &= compare(f"gopls on golang.org/x/tools ({packages} packages)", [which("gopls")], root, "go", {
+                "definition": ("go/types/objectpath/main.go", "packages.Load(", "Load"),
+                "references": ("go/packages/packages.go", "func Load(", "Load"),
+                "hover": ("go/types/objectpath/main.go", "packages.Load(", "Load"),
+            }, env=GO_ENV)
+        if not only or "basedpyright" in only:
+            root = tmp / "pyjson"
+            shutil.copytree(Path(json.__file__).parent, root / "json", ignore=shutil.ignore_patterns("__pycache__"))
+            complete &= compare("basedpyright on CPython's json package", [which("basedpyright-langserver"), "--stdio"],
+                                root, "python", {
+                                    "definition": ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder"),
+                                    "references": ("json/decoder.py", "class JSONDecodeError(", "JSONDecodeError"),
+                                    "hover": ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder"),
+                                })
+        if not only or "clangd" in only:
+            root = tmp / "c"
+            shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / "c", root)
+            complete &= compare("clangd on tests/fixtures/lsp/c (after emoji and CJK)", [which("clangd")], root, "c", {
+                "definition": ("main.c", "int total = add(", "add"),
+                "references": ("util.h", "int add(", "add"),
+                "hover": ("main.c", "int total = add(", "add"),
+            })
+        if not only or "cclsp" in only:
+            root = tmp / "go"
+            shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / "go", root)
+            greet = root / "greet" / "greet.go"
+            gline = next(i for i, l in enumerate(greet.read_text().splitlines()) if "func Hello(" in l)
+            peer = bench_cclsp(root, gline)
+            if peer:
+                print("## peer: cclsp %s (npm) with gopls on tests/fixtures/lsp/go, through MCP (warm, %d runs)"
+                      % (peer["version"], PEER_RUNS))
+                print("| tool | p50 ms | p90 ms | references found |")
+                print("|---|---|---|---|")
+                print("| cclsp find_references | %.2f | %.2f | %s |" % (pct(peer["references"], 0.5),
+                                                                   pct(peer["references"], 0.9), peer["found"]))
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    if not complete:
+        sys.exit("filepuff's references differ from the server's")
 
 
 PEER_RUNS = 30

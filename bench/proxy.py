@@ -14,13 +14,14 @@ document and `ping`, p50.
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
 from pathlib import Path
+
+from corpora import GO_ENV, go_packages, gopls_tools_module, writable_copy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
@@ -31,8 +32,8 @@ RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
 class Lsp:
     """A minimal synchronous LSP client (no threads: timing noise stays low)."""
 
-    def __init__(self, command, root):
-        env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}"}
+    def __init__(self, command, root, extra_env=None):
+        env = {**os.environ, "PATH": f"{TOOLS}:{os.environ['PATH']}", **(extra_env or {})}
         self.proc = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
@@ -100,11 +101,22 @@ def percentile(values, p):
     return values[min(len(values) - 1, round((len(values) - 1) * p))]
 
 
-def overhead(name, command, fixture, file, language, positions):
+def overhead(name, command, source, file, language, positions, env=None):
+    """`positions` are LSP positions (0-based, UTF-16) or (needle, token) pairs located in `file`."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "ws"
-        shutil.copytree(REPO / "tests" / "fixtures" / "lsp" / fixture, root)
-        direct, proxy = Lsp(command, root), Lsp([BIN, "lsp"], root)
+        root = writable_copy(source, Path(tmp) / "ws")
+        lines = (root / file).read_text().splitlines()
+
+        def lsp_position(spec):
+            if isinstance(spec, dict):
+                return spec
+            needle, token = spec
+            line = next(i for i, text in enumerate(lines) if needle in text)
+            chars = lines[line].index(token, lines[line].index(needle))
+            return {"line": line, "character": len(lines[line][:chars].encode("utf-16-le")) // 2}
+
+        positions = [lsp_position(spec) for spec in positions]
+        direct, proxy = Lsp(command, root, env), Lsp([BIN, "lsp"], root, env)
         uri = (root / file).as_uri()
         for client in (direct, proxy):
             client.initialize(root)
@@ -129,7 +141,7 @@ def overhead(name, command, fixture, file, language, positions):
         proxy.close()
     d50, d99 = percentile(times["direct"], 0.5), percentile(times["direct"], 0.99)
     p50, p99 = percentile(times["proxy"], 0.5), percentile(times["proxy"], 0.99)
-    print(f"{name:7} {RUNS} hover/definition   direct p50 {d50:8.0f} µs  p99 {d99:8.0f} µs   "
+    print(f"{name} {RUNS} hover/definition   direct p50 {d50:8.0f} µs  p99 {d99:8.0f} µs   "
           f"proxy p50 {p50:8.0f} µs  p99 {p99:8.0f} µs   added p50 {p50 - d50:6.0f} µs  p99 {p99 - d99:6.0f} µs")
 
 
@@ -236,10 +248,19 @@ def attached(runs=500):
 def main():
     if not Path(BIN).exists():
         sys.exit(f"{BIN} missing: cargo build --release")
-    overhead("gopls", [str(TOOLS / "gopls")], "go", "main.go", "go",
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    fixtures = REPO / "tests" / "fixtures" / "lsp"
+    tools = gopls_tools_module()
+    if tools:
+        packages = go_packages(tools)
+        overhead(f"gopls on golang.org/x/tools ({packages} packages)", [str(TOOLS / "gopls")], tools,
+                 "go/types/objectpath/main.go", "go", [("packages.Load(", "Load"), ("packages.Load(", "packages")],
+                 env=GO_ENV)
+    overhead("gopls on tests/fixtures/lsp/go", [str(TOOLS / "gopls")], fixtures / "go", "main.go", "go",
              [{"line": 9, "character": 20}, {"line": 10, "character": 34}])
-    overhead("clangd", [str(TOOLS / "clangd")], "c", "main.c", "c",
+    overhead("clangd on tests/fixtures/lsp/c", [str(TOOLS / "clangd")], fixtures / "c", "main.c", "c",
              [{"line": 4, "character": 30}, {"line": 5, "character": 20}])
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     memory()
     attached()
 
