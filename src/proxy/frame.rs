@@ -22,7 +22,7 @@
 use std::io::Read;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::backends::transport::{Decoded, Decoder, FrameLimits};
 
@@ -111,26 +111,33 @@ fn invalid(id: Value, code: i64, message: &str) -> Frame {
 }
 
 /// Whether `body` is a message the main loop can dispatch (see the module documentation).
+///
+/// The body is read once, without building its `params` or `result` (syntax is still checked
+/// to the last byte): async-lsp parses the message for real.
 pub fn check(body: Vec<u8>) -> Frame {
-    let Strict { map, duplicate } = match parse(&body) {
+    // Skipped strings are not checked by serde_json, and async-lsp would refuse invalid UTF-8.
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return invalid(Value::Null, -32700, "invalid JSON: the message is not UTF-8");
+    };
+    let envelope = match parse(text) {
         Ok(parsed) => parsed,
         Err(err) if err.is_data() => {
             return invalid(Value::Null, -32600, "a message must be a JSON object (batches are not part of LSP)");
         }
         Err(err) => return invalid(Value::Null, -32700, &format!("invalid JSON: {err}")),
     };
-    let id = map.get("id");
+    let id = envelope.id.as_ref();
     let echo = match id {
         Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
         _ => Value::Null,
     };
     let usable = id.is_some_and(is_usable_id);
-    let version = match map.get("jsonrpc") {
+    let version = match &envelope.jsonrpc {
         Some(Value::String(v)) if v == "2.0" => None,
         _ => Some("jsonrpc must be \"2.0\""),
     };
-    let twice = duplicate.as_ref().map(|key| format!("the key {key:?} appears more than once"));
-    if let Some(method) = map.get("method") {
+    let twice = envelope.duplicate.as_ref().map(|key| format!("the key {key:?} appears more than once"));
+    if let Some(method) = &envelope.method {
         let problem = twice.or_else(|| version.map(str::to_owned)).or_else(|| match (method, id) {
             (Value::String(_), Some(_)) if !usable => {
                 Some("id must be an integer of at most 32 bits or a string".to_owned())
@@ -141,22 +148,23 @@ pub fn check(body: Vec<u8>) -> Frame {
         if let Some(problem) = problem {
             return invalid(echo, -32600, &problem);
         }
-        return match map.get("params") {
-            None | Some(Value::Object(_) | Value::Array(_) | Value::Null) => Frame::Message(body),
-            Some(_) => invalid(echo, -32602, "params must be an object or an array"),
+        return match envelope.params {
+            None | Some(Kind::Object | Kind::Array | Kind::Null) => Frame::Message(body),
+            Some(Kind::Other) => invalid(echo, -32602, "params must be an object or an array"),
         };
     }
-    if id.is_none() && !map.contains_key("result") && !map.contains_key("error") {
+    let result = envelope.result.is_some();
+    if id.is_none() && !result && envelope.error.is_none() {
         let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
         return invalid(Value::Null, -32600, &format!("neither a request, a notification nor a response: {excerpt}"));
     }
     // A response: never answered.
-    let error = map.get("error").filter(|e| !e.is_null());
-    let problem = twice.or_else(|| version.map(str::to_owned)).or_else(|| match (map.get("result"), error) {
-        (None, None) => Some("a response needs a result or an error".to_owned()),
-        (Some(_), Some(_)) => Some("a response has a result or an error, not both".to_owned()),
+    let error = envelope.error.as_ref().filter(|e| !e.is_null());
+    let problem = twice.or_else(|| version.map(str::to_owned)).or_else(|| match (result, error) {
+        (false, None) => Some("a response needs a result or an error".to_owned()),
+        (true, Some(_)) => Some("a response has a result or an error, not both".to_owned()),
         (_, Some(error)) => error_shape(error, duplicate_in_error(&body)),
-        (Some(_), None) => None,
+        (true, None) => None,
     });
     let Some(problem) = problem else {
         if usable {
@@ -197,18 +205,34 @@ fn error_shape(error: &Value, duplicate: bool) -> Option<String> {
     }
 }
 
-/// A message's top-level keys, and the first key that appeared twice (async-lsp's decoder
-/// refuses a duplicate field; `serde_json::Value` silently keeps the last).
-struct Strict {
-    map: Map<String, Value>,
+/// The members of a message the check looks at, and the first key that appeared twice
+/// (async-lsp's decoder refuses a duplicate field; `serde_json::Value` silently keeps the last).
+/// `params` and `result` are only classified, never built.
+#[derive(Default)]
+struct Envelope {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Kind>,
+    result: Option<Kind>,
+    error: Option<Value>,
     duplicate: Option<String>,
 }
 
-fn parse(body: &[u8]) -> Result<Strict, serde_json::Error> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let strict = TopLevel.deserialize(&mut deserializer)?;
+/// The JSON type of a member that is skipped, not built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Object,
+    Array,
+    Null,
+    Other,
+}
+
+fn parse(body: &str) -> Result<Envelope, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(body);
+    let envelope = TopLevel.deserialize(&mut deserializer)?;
     deserializer.end()?;
-    Ok(strict)
+    Ok(envelope)
 }
 
 /// Whether the `error` object of `body` has a key twice (parsed again only for error responses).
@@ -220,28 +244,82 @@ fn duplicate_in_error(body: &[u8]) -> bool {
 struct TopLevel;
 
 impl<'de> DeserializeSeed<'de> for TopLevel {
-    type Value = Strict;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Strict, D::Error> {
+    type Value = Envelope;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Envelope, D::Error> {
         deserializer.deserialize_map(TopLevel)
     }
 }
 
 impl<'de> Visitor<'de> for TopLevel {
-    type Value = Strict;
+    type Value = Envelope;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Strict, A::Error> {
-        let mut map = Map::new();
-        let mut duplicate = None;
-        while let Some(key) = access.next_key::<String>()? {
-            let value: Value = access.next_value()?;
-            if map.contains_key(&key) {
-                duplicate.get_or_insert_with(|| key.clone());
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Envelope, A::Error> {
+        let mut envelope = Envelope::default();
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
+            if seen.iter().any(|k| *k == key) {
+                envelope.duplicate.get_or_insert_with(|| key.to_string());
+            } else {
+                seen.push(key.to_string());
             }
-            map.insert(key, value);
+            match key.as_ref() {
+                "jsonrpc" => envelope.jsonrpc = Some(access.next_value()?),
+                "id" => envelope.id = Some(access.next_value()?),
+                "method" => envelope.method = Some(access.next_value()?),
+                "error" => envelope.error = Some(access.next_value()?),
+                "params" => envelope.params = Some(access.next_value_seed(Classify)?),
+                "result" => envelope.result = Some(access.next_value_seed(Classify)?),
+                _ => {
+                    access.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
         }
-        Ok(Strict { map, duplicate })
+        Ok(envelope)
+    }
+}
+
+/// Reads any JSON value to its end without building it, keeping only its [`Kind`].
+struct Classify;
+
+impl<'de> DeserializeSeed<'de> for Classify {
+    type Value = Kind;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kind, D::Error> {
+        deserializer.deserialize_any(Classify)
+    }
+}
+
+impl<'de> Visitor<'de> for Classify {
+    type Value = Kind;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Kind, A::Error> {
+        while access.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Object)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Kind, A::Error> {
+        while access.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Kind::Array)
+    }
+    fn visit_unit<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+        Ok(Kind::Other)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+        Ok(Kind::Other)
     }
 }
 
