@@ -690,8 +690,15 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     tokio::spawn(host_agents_when_settled(Arc::downgrade(&shared), announced));
 
     // Start the servers of the languages the workspace holds, concurrently.
-    let detect_root = engine.workspace().root().to_path_buf();
-    let languages = tokio::task::spawn_blocking(move || detect_languages(&detect_root)).await.unwrap_or_default();
+    let detect = engine.clone();
+    let languages = tokio::task::spawn_blocking(move || {
+        crate::search::workspace_languages(detect.workspace(), DETECT_DEPTH, DETECT_FILES).unwrap_or_else(|err| {
+            tracing::warn!("finding the workspace's languages: {err}");
+            Vec::new()
+        })
+    })
+    .await
+    .unwrap_or_default();
     let starts = languages.into_iter().map(|(language, sample)| {
         let engine = engine.clone();
         tokio::task::spawn_blocking(move || {
@@ -797,23 +804,6 @@ fn workspace_root(params: &Value) -> Option<PathBuf> {
         .or_else(|| params.get("rootPath").and_then(Value::as_str).map(PathBuf::from))
 }
 
-/// Files looked at to find the workspace's languages.
+/// Files looked at to find the workspace's languages, and how deep.
 const DETECT_FILES: usize = 20_000;
-
-/// The languages of the workspace's files (respecting ignore files, at most [`DETECT_FILES`]
-/// files), each with the first file found of it.
-fn detect_languages(root: &Path) -> Vec<(Language, PathBuf)> {
-    let mut found: Vec<(Language, PathBuf)> = Vec::new();
-    let walk = ignore::WalkBuilder::new(root).max_depth(Some(8)).build();
-    for entry in walk.flatten().take(DETECT_FILES) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        if let Some(language) = Language::from_path(entry.path())
-            && !found.iter().any(|(l, _)| *l == language)
-        {
-            found.push((language, entry.path().to_path_buf()));
-        }
-    }
-    found
-}
+const DETECT_DEPTH: usize = 8;

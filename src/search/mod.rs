@@ -20,9 +20,9 @@ pub use stream::{DiskText, is_binary};
 pub use visit::{
     Accept, FileText, SourceText, VisitStats, for_each_file, for_each_source, for_each_stream, for_each_text,
 };
-pub use walk::WalkOptions;
 pub(crate) use walk::walk_roots;
 pub(crate) use walk::walk_with;
+pub use walk::{WalkOptions, workspace_languages};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

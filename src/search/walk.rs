@@ -1,7 +1,8 @@
 //! The one walker: `ignore`'s parallel walker with the workspace's `[walk]` settings (ignore
 //! files, hidden files, symlinks, `[walk] exclude`, thread count) and a call's
 //! [`WalkOptions`], over the roots a call's paths give. Searches, structural search, the graph
-//! index (through `visit.rs`), the file index and the local listings all walk through here.
+//! index (through `visit.rs`), the file index, the local listings and the languages `filepuff lsp`
+//! starts servers for ([`workspace_languages`]) all walk through here.
 //!
 //! `[walk] exclude` entries are gitignore lines, rooted at the workspace root and read in
 //! order: `vendor/` excludes every directory named `vendor`, `/build/` only the top one,
@@ -150,6 +151,32 @@ pub(crate) fn walk_with(
         walk.types(types);
     }
     Ok(walk)
+}
+
+/// The languages of the workspace's files, each with the first file found of it: what
+/// `filepuff lsp` starts servers for. The workspace's walk (ignore files, `[walk] exclude`,
+/// hidden files as configured) down to `max_depth` levels, stopping after `max_files` files.
+///
+/// Errors: [`SearchError::InvalidGlob`] from `[walk] exclude`.
+pub fn workspace_languages(
+    workspace: &Workspace,
+    max_depth: usize,
+    max_files: usize,
+) -> Result<Vec<(crate::documents::Language, PathBuf)>, SearchError> {
+    let options = WalkOptions { max_depth: Some(max_depth), ..WalkOptions::default() };
+    let walk = walk_with(workspace, &[workspace.root().to_path_buf()], None, &options)?;
+    let mut found: Vec<(crate::documents::Language, PathBuf)> = Vec::new();
+    for entry in walk.build().flatten().take(max_files) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(language) = crate::documents::Language::from_path(entry.path())
+            && !found.iter().any(|(known, _)| *known == language)
+        {
+            found.push((language, entry.path().to_path_buf()));
+        }
+    }
+    Ok(found)
 }
 
 /// The walk's starting points: the root when none are given; otherwise the given paths without
@@ -341,5 +368,22 @@ mod tests {
         // One tool error for all of them: SEARCH_INVALID_GLOB naming the entry.
         let tool = crate::tools::graph::graph_error(err, &engine);
         assert_eq!((tool.code, tool.name.as_str()), (2003, "SEARCH_INVALID_GLOB"));
+    }
+
+    /// The languages `filepuff lsp` starts servers for come from the same walk: an excluded
+    /// directory's files start nothing.
+    #[test]
+    fn workspace_languages_follow_the_walk() {
+        let (dir, all) = engine(&[]);
+        std::fs::write(dir.path().join("lib/core/tool.py"), "x = 1\n").unwrap();
+        let names = |found: Vec<(crate::documents::Language, PathBuf)>| {
+            let mut names: Vec<&str> = found.iter().map(|(language, _)| language.name()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(workspace_languages(all.workspace(), 8, 1000).unwrap()), ["go", "python"]);
+        let (dir, excluding) = engine(&["lib/"]);
+        std::fs::write(dir.path().join("lib/core/tool.py"), "x = 1\n").unwrap();
+        assert_eq!(names(workspace_languages(excluding.workspace(), 8, 1000).unwrap()), ["go"]);
     }
 }
