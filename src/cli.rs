@@ -317,7 +317,7 @@ pub fn run(cli: Cli) -> ExitCode {
     if let Command::Lsp = cli.command {
         // The workspace comes from the editor's `initialize`; --root (or the current
         // directory) is the fallback.
-        return match crate::proxy::serve_stdio(cli.root.clone()) {
+        return match crate::proxy::serve_stdio(cli.root.clone(), Arc::new(crate::mcp::attach::SocketDoor)) {
             Ok(()) => ExitCode::from(EXIT_OK),
             Err(err) => {
                 eprintln!("filepuff lsp: {err:#}");
@@ -347,7 +347,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Lsp => ExitCode::from(EXIT_OK),
         Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
             Ok(toolsets) if args.standalone => {
-                let notice = crate::attach::DiskNotice::new(
+                let notice = crate::mcp::attach::DiskNotice::new(
                     engine.workspace().root(),
                     "filepuff mcp was started with --standalone",
                 );
@@ -586,7 +586,7 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
 
 /// The toolsets to serve: `--toolsets`, else `[mcp] toolsets`, else the default.
 fn toolset_selection(engine: &Engine, flag: Option<&str>) -> Result<ToolsetSelection, ToolError> {
-    crate::attach::toolsets(engine, flag).map_err(|message| {
+    crate::mcp::attach::toolsets(engine, flag).map_err(|message| {
         if flag.is_some() {
             ToolError::invalid_params(&message)
         } else {
@@ -625,7 +625,7 @@ fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) 
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let result = runtime.block_on(crate::http::serve(engine, args.http, args.allow_remote, toolsets));
+    let result = runtime.block_on(crate::mcp::http::serve(engine, args.http, args.allow_remote, toolsets));
     // Stopped by a signal: do not wait for tool calls still running on the blocking pool.
     runtime.shutdown_background();
     match result {
@@ -648,7 +648,7 @@ fn bridge_mcp(engine: Arc<Engine>, toolsets: Option<String>) -> ExitCode {
         }
     };
     let root = engine.workspace().root().to_path_buf();
-    let result = runtime.block_on(crate::attach::bridge(&root, toolsets, engine));
+    let result = runtime.block_on(crate::mcp::attach::bridge(&root, toolsets, engine));
     runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::from(EXIT_OK),
@@ -660,7 +660,7 @@ fn bridge_mcp(engine: Arc<Engine>, toolsets: Option<String>) -> ExitCode {
 }
 
 /// `filepuff mcp --standalone`: never attaches; results say so while an editor runs.
-fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection, notice: crate::attach::DiskNotice) -> ExitCode {
+fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection, notice: crate::mcp::attach::DiskNotice) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

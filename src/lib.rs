@@ -1,7 +1,6 @@
 //! filepuff: one Engine (workspace, documents, syntax, search) behind three faces — MCP, the
 //! CLI and (later) an LSP proxy. See `docs/architecture.md` for the map.
 
-pub mod attach;
 pub mod backends;
 pub mod cancel;
 pub mod cli;
@@ -9,7 +8,6 @@ pub mod documents;
 pub mod edits;
 pub mod engine;
 pub mod graph;
-pub mod http;
 pub mod index;
 pub mod mcp;
 pub mod proxy;

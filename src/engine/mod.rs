@@ -9,6 +9,7 @@
 //!   serving the document gets the change in its own encoding;
 //! - where an edit lands: [`Engine::commit`] (the editor, the open buffer, or the disk).
 
+pub mod agents;
 mod commit;
 
 use std::path::PathBuf;

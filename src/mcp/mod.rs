@@ -6,7 +6,9 @@
 //! the tool's `outputSchema`; failures are `isError` results whose second text block is a JSON
 //! [`ToolError`] (code, name, message, context, remediation).
 
+pub mod attach;
 mod graph;
+pub mod http;
 mod index;
 mod local;
 mod stdio;
@@ -25,7 +27,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::attach::DiskNotice;
+use crate::mcp::attach::DiskNotice;
 use crate::cancel::CancelFlag;
 use crate::engine::Engine;
 use crate::tools::toolsets::ToolsetSelection;

@@ -7,9 +7,9 @@
 //!   `positionEncoding` (utf-8 when the editor offers it, else utf-16), starts the servers for
 //!   the languages found in the workspace and answers with the union of their capabilities
 //!   ([`capabilities`]); what servers that start later add is registered with the editor
-//!   ([`late`]). `shutdown` stops every server; `exit` ends the session. Agents attach on the
-//!   workspace's socket, taken over from a previous `filepuff lsp` of the root when it exits
-//!   ([`crate::attach::host`]).
+//!   ([`late`]). `shutdown` stops every server; `exit` ends the session. Agents attach through
+//!   the [`AgentDoor`] the composition root gives (`cli.rs`: the MCP face's workspace socket,
+//!   taken over from a previous `filepuff lsp` of the root when it exits).
 //! - **Text sync**: `didOpen`/`didChange`/`didSave`/`didClose` update the documents store in
 //!   arrival order (async-lsp runs notification handlers one at a time, in order) and are
 //!   mirrored at once to every server of the document's language, each in its own encoding
@@ -57,14 +57,16 @@ use crate::workspace::Workspace;
 
 pub use translate::{LegendMap, Translator};
 
+use crate::engine::agents::{AgentDoor, AnnouncedDoor, OpenDoor};
+
 /// Runs `filepuff lsp` on stdin/stdout until the editor sends `exit` or closes the pipe.
 /// `root` is used when `initialize` names no workspace. Errors: the runtime could not start,
 /// or the editor's stream failed (not: malformed messages, which are answered and skipped).
-pub fn serve_stdio(root: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn serve_stdio(root: Option<PathBuf>, agents: Arc<dyn AgentDoor>) -> anyhow::Result<()> {
     // One thread for the editor's main loop, the servers' clients and the agents' sessions
     // (tools run on the blocking pool): messages pass between them without thread wake-ups.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(std::io::stdout()), root));
+    let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(std::io::stdout()), root, agents));
     // The stdin thread may still sit in a blocking read: do not wait for it.
     runtime.shutdown_background();
     result
@@ -85,6 +87,7 @@ pub async fn serve(
     input: Box<dyn std::io::Read + Send>,
     output: Box<dyn std::io::Write + Send>,
     root: Option<PathBuf>,
+    agents: Arc<dyn AgentDoor>,
 ) -> anyhow::Result<()> {
     let (out_tx, out_rx) = std::sync::mpsc::channel::<Out>();
     let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
@@ -136,6 +139,7 @@ pub async fn serve(
         session: OnceLock::new(),
         upstream: Mutex::new(upstream::State::default()),
         starting: Mutex::new(HashMap::new()),
+        agents,
         listener: Mutex::new(None),
         editor_progress: tokio::sync::watch::Sender::new((false, 0)),
         me: weak.clone(),
@@ -252,9 +256,11 @@ pub(crate) struct Shared {
     /// When servers for a language were last started for a document (so a language without an
     /// installed server is not retried on every keystroke).
     starting: Mutex<HashMap<Language, Instant>>,
-    /// The socket agents attach on, owned or waited for (removed with it), and this session's
-    /// presence file.
-    listener: Mutex<Option<crate::attach::Host>>,
+    /// Where agents attach (given by the composition root).
+    agents: Arc<dyn AgentDoor>,
+    /// The agents' door once open (the socket, owned or waited for, removed with it, and this
+    /// session's presence file).
+    listener: Mutex<Option<Box<dyn OpenDoor>>>,
     /// What the editor has done since `initialize`: (`initialized` sent, `didOpen`s so far).
     /// Agents are served only once the editor has opened its documents again (see
     /// [`host_agents_when_settled`]).
@@ -629,7 +635,7 @@ fn status(shared: &Shared, session: &Session) -> Value {
         })
     }));
     let serving = shared.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.is_serving());
-    let socket = crate::attach::socket_path(session.engine.workspace().root());
+    let socket = shared.agents.address(session.engine.workspace().root());
     json!({
         "positionEncoding": session.encoding.lsp_name(),
         "servers": servers,
@@ -686,7 +692,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
     // Agents' edits to open documents go through this editor; agents attach on the socket.
     engine.attach_editor(Arc::new(upstream::EditorLink(Arc::downgrade(&shared))));
     // Announced now (agents of a just-ended session wait for it), serving once settled.
-    let announced = crate::attach::announce(engine.clone());
+    let announced = shared.agents.announce(engine.clone());
     tokio::spawn(host_agents_when_settled(Arc::downgrade(&shared), announced));
 
     // Start the servers of the languages the workspace holds, concurrently.
@@ -768,13 +774,13 @@ const DOCUMENTS_SETTLE: Duration = Duration::from_millis(250);
 /// The longest wait for that, after `initialize`.
 const DOCUMENTS_SETTLE_LIMIT: Duration = Duration::from_secs(3);
 
-/// Hosts the agents' socket ([`crate::attach::host`]) once the editor has sent `initialized`
+/// Opens the agents' door ([`AgentDoor`]) once the editor has sent `initialized`
 /// and then opened its documents (no `didOpen` for [`DOCUMENTS_SETTLE`]; at most
 /// [`DOCUMENTS_SETTLE_LIMIT`] in all). A restarted `filepuff lsp` that took the socket at once
 /// would serve agents from disk until the editor re-opened its buffers — and an agent's edit in
 /// that moment would be written under the person's unsaved text. Agents attached to the previous
 /// session wait for the new owner meanwhile (the bridge looks for one for a few seconds).
-async fn host_agents_when_settled(shared: std::sync::Weak<Shared>, announced: crate::attach::Announced) {
+async fn host_agents_when_settled(shared: std::sync::Weak<Shared>, announced: Box<dyn AnnouncedDoor>) {
     let Some(mut progress) = shared.upgrade().map(|s| s.editor_progress.subscribe()) else { return };
     let deadline = tokio::time::Instant::now() + DOCUMENTS_SETTLE_LIMIT;
     let _ = tokio::time::timeout_at(deadline, progress.wait_for(|(initialized, _)| *initialized)).await;
@@ -786,7 +792,7 @@ async fn host_agents_when_settled(shared: std::sync::Weak<Shared>, announced: cr
             _ => break,
         }
     }
-    let host = announced.host().await;
+    let host = announced.open().await;
     if let Some(shared) = shared.upgrade() {
         *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
     }

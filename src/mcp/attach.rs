@@ -41,6 +41,7 @@ pub use bridge::bridge;
 pub use presence::{DiskNotice, Presence, editor_starting, running_editors};
 
 use crate::engine::Engine;
+use crate::engine::agents::{AgentDoor, AnnouncedDoor, OpenDoor};
 use crate::tools::toolsets::ToolsetSelection;
 
 /// How often a `filepuff lsp` that does not own its root's socket checks whether it can.
@@ -335,6 +336,32 @@ impl Announced {
     /// then keeps it for the session (see [`host`]).
     pub async fn host(self) -> Host {
         host_with(self.engine, self.presence).await
+    }
+}
+
+/// The MCP face's side of an editor session for the LSP face ([`AgentDoor`]):
+/// the workspace's Unix socket ([`socket_path`], [`announce`], [`Announced::host`]).
+pub struct SocketDoor;
+
+impl AgentDoor for SocketDoor {
+    fn announce(&self, engine: Arc<Engine>) -> Box<dyn AnnouncedDoor> {
+        Box::new(announce(engine))
+    }
+
+    fn address(&self, root: &Path) -> PathBuf {
+        socket_path(root)
+    }
+}
+
+impl AnnouncedDoor for Announced {
+    fn open(self: Box<Self>) -> futures::future::BoxFuture<'static, Box<dyn OpenDoor>> {
+        Box::pin(async move { Box::new(self.host().await) as Box<dyn OpenDoor> })
+    }
+}
+
+impl OpenDoor for Host {
+    fn is_serving(&self) -> bool {
+        Host::is_serving(self)
     }
 }
 

@@ -147,7 +147,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    use crate::attach::{private_dir, process_start};
+    use crate::mcp::attach::{private_dir, process_start};
 
     #[test]
     fn presence_files_are_found_by_hash_and_dropped_with_the_session() {

@@ -5,7 +5,7 @@
 //! local port:
 //! - **Loopback only** unless `--allow-remote` is given: a non-loopback `ADDR` is refused.
 //! - **A bearer token per start**: 32 random bytes, hex, written to a file only this user can
-//!   read (0600, in the private runtime directory of [`crate::attach`]) whose path is printed on
+//!   read (0600, in the private runtime directory of [`crate::mcp::attach`]) whose path is printed on
 //!   stderr. Every request must carry `Authorization: Bearer TOKEN`; without it, or with another
 //!   one, the answer is 401 and nothing runs. Tokens are compared in constant time.
 //! - **Origin and Host checked** (DNS rebinding): a request with an `Origin` header must come
@@ -52,7 +52,7 @@ pub const ACCEPT_ERROR_PAUSE: std::time::Duration = std::time::Duration::from_mi
 
 /// Where the token of the server for `engine`'s workspace on `port` is written.
 pub fn token_path(engine: &Engine, port: u16) -> PathBuf {
-    let socket = crate::attach::socket_path(engine.workspace().root());
+    let socket = crate::mcp::attach::socket_path(engine.workspace().root());
     let stem = socket.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     socket.with_file_name(format!("{stem}-{port}.http-token"))
 }
