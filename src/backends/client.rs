@@ -2,11 +2,9 @@
 //! position encoding and capabilities, the documents synced to it, its progress and its
 //! published diagnostics.
 //!
-//! The client answers the server→client requests servers actually send (LSP 3.17):
-//! `workspace/configuration` (from `[servers.NAME] settings`), `client/registerCapability`,
-//! `client/unregisterCapability`, `window/workDoneProgress/create`,
-//! `workspace/workspaceFolders`, `window/showMessageRequest`; it logs `window/logMessage` and
-//! `window/showMessage`, tracks `$/progress`, and keeps `textDocument/publishDiagnostics`.
+//! The server→client traffic (the requests servers send, progress, diagnostics, messages) is
+//! handled by [`router`]; this module holds the client's lifecycle (start, `initialize`,
+//! restart bookkeeping, shutdown), its readiness and the documents it syncs.
 //!
 //! When an editor is attached (`filepuff lsp`, see [`super::Upstream`]), the same traffic is
 //! also handed to the editor side: notifications after the client's own bookkeeping, requests
@@ -25,28 +23,24 @@ use std::time::{Duration, Instant};
 
 use async_lsp::concurrency::ConcurrencyLayer;
 use async_lsp::panic::CatchUnwindLayer;
-use async_lsp::router::Router;
 use async_lsp::{LanguageServer, MainLoop, ServerSocket};
-use lsp_types::notification::{LogMessage, Progress, PublishDiagnostics, ShowMessage};
-use lsp_types::request::{
-    RegisterCapability, ShowMessageRequest, UnregisterCapability, WorkDoneProgressCreate, WorkspaceConfiguration,
-    WorkspaceFoldersRequest,
-};
 use lsp_types::{
     ClientCapabilities, Diagnostic, DidChangeTextDocumentParams, DidOpenTextDocumentParams, GeneralClientCapabilities,
-    InitializeParams, InitializedParams, NumberOrString, PositionEncodingKind, ProgressParamsValue, ServerCapabilities,
-    TextDocumentContentChangeEvent, TextDocumentItem, Url, VersionedTextDocumentIdentifier, WorkDoneProgress,
-    WorkspaceFolder,
+    InitializeParams, InitializedParams, NumberOrString, PositionEncodingKind, ServerCapabilities,
+    TextDocumentContentChangeEvent, TextDocumentItem, Url, VersionedTextDocumentIdentifier, WorkspaceFolder,
 };
 use ropey::Rope;
 use serde_json::Value;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tower::ServiceBuilder;
 
+mod router;
+
 use super::transport::{BoundedReader, FrameLimits};
 use super::{BackendError, ServerSpec};
 use crate::documents::position::{self, Encoding};
 use crate::documents::{AppliedChange, DocumentChange};
+use router::{Answer, Relay};
 
 /// One `$/progress` token begun and not yet ended.
 #[derive(Debug, Clone, Copy)]
@@ -110,22 +104,6 @@ impl lsp_types::request::Request for InitializeRaw {
     const METHOD: &'static str = "initialize";
 }
 
-/// rust-analyzer's status notification (its `experimental/serverStatus` extension).
-enum ServerStatus {}
-
-impl lsp_types::notification::Notification for ServerStatus {
-    type Params = Value;
-    const METHOD: &'static str = "experimental/serverStatus";
-}
-
-/// clangd's per-file status notification (its `textDocument/clangd.fileStatus` extension).
-enum ClangdFileStatus {}
-
-impl lsp_types::notification::Notification for ClangdFileStatus {
-    type Params = Value;
-    const METHOD: &'static str = "textDocument/clangd.fileStatus";
-}
-
 /// A server notification taken as raw JSON: async-lsp's router ends the main loop when a
 /// typed notification's params do not decode, and one malformed `$/progress` must not stop a
 /// server. [`decode`] logs and skips it instead.
@@ -156,61 +134,6 @@ impl Shared {
         self.active_progress.values().any(|work| work.background)
             || self.quiescent == Some(false)
             || target.is_some_and(|uri| self.file_status.contains_key(uri))
-    }
-}
-
-/// The router's handle on the editor side: hands server→client traffic to the attached
-/// [`super::Upstream`], or does nothing when none is attached.
-#[derive(Clone)]
-struct Relay {
-    link: Option<Arc<dyn super::Upstream>>,
-    me: ClientRef,
-}
-
-type Answer<T> = futures::future::BoxFuture<'static, Result<T, async_lsp::ResponseError>>;
-
-fn ok<T: Send + 'static>(value: T) -> Answer<T> {
-    Box::pin(std::future::ready(Ok(value)))
-}
-
-impl Relay {
-    fn notify<N: lsp_types::notification::Notification>(&self, params: &N::Params) {
-        if let Some(link) = &self.link {
-            match serde_json::to_value(params) {
-                Ok(params) => link.notification(&self.me, N::METHOD, params),
-                Err(err) => tracing::warn!("cannot relay {}: {err}", N::METHOD),
-            }
-        }
-    }
-
-    fn notify_any(&self, method: &str, params: Value) {
-        if let Some(link) = &self.link {
-            link.notification(&self.me, method, params);
-        }
-    }
-
-    /// The editor's answer to a typed request, or `None` without an editor.
-    fn request<R>(&self, params: R::Params) -> Option<Answer<R::Result>>
-    where
-        R: lsp_types::request::Request,
-        R::Result: Send + 'static,
-    {
-        let params = serde_json::to_value(params).ok()?;
-        let answer = self.request_any(R::METHOD.to_owned(), params)?;
-        Some(Box::pin(async move {
-            let value = answer.await?;
-            serde_json::from_value(value).map_err(|err| {
-                async_lsp::ResponseError::new(
-                    async_lsp::ErrorCode::INTERNAL_ERROR,
-                    format!("the editor's answer to {} is malformed: {err}", R::METHOD),
-                )
-            })
-        }))
-    }
-
-    fn request_any(&self, method: String, params: Value) -> Option<Answer<Value>> {
-        let link = self.link.as_ref()?;
-        Some(link.request(&self.me, &method, params))
     }
 }
 
@@ -419,149 +342,7 @@ impl LspClient {
         };
         let serial = me.serial;
         let (mainloop, mut server) = MainLoop::new_client(move |_server| {
-            let mut router = Router::new(router_state);
-            let up = Relay { link: upstream, me };
-            router
-                .request::<WorkspaceConfiguration, _>({
-                    let up = up.clone();
-                    move |state, params| {
-                        let settings = lock(state).settings.clone();
-                        if settings.is_null()
-                            && let Some(forward) = up.request::<WorkspaceConfiguration>(params.clone())
-                        {
-                            return forward;
-                        }
-                        let answers: Vec<Value> = params
-                            .items
-                            .iter()
-                            .map(|item| match &item.section {
-                                Some(section) => lookup(&settings, section),
-                                None => settings.clone(),
-                            })
-                            .collect();
-                        Box::pin(std::future::ready(Ok(answers)))
-                    }
-                })
-                .request::<RegisterCapability, _>({
-                    let up = up.clone();
-                    move |_, params| up.request::<RegisterCapability>(params).unwrap_or_else(|| ok(()))
-                })
-                .request::<UnregisterCapability, _>({
-                    let up = up.clone();
-                    move |_, params| up.request::<UnregisterCapability>(params).unwrap_or_else(|| ok(()))
-                })
-                .request::<WorkDoneProgressCreate, _>({
-                    let up = up.clone();
-                    move |_, params| up.request::<WorkDoneProgressCreate>(params).unwrap_or_else(|| ok(()))
-                })
-                .request::<WorkspaceFoldersRequest, _>(|state, _| {
-                    std::future::ready(Ok(Some(lock(state).folders.clone())))
-                })
-                .request::<ShowMessageRequest, _>({
-                    let up = up.clone();
-                    move |_, params| {
-                        up.request::<ShowMessageRequest>(params.clone()).unwrap_or_else(|| {
-                            tracing::info!("server asks: {}", params.message);
-                            ok(None)
-                        })
-                    }
-                })
-                .notification::<Lenient<Progress>>({
-                    let up = up.clone();
-                    move |state, params| {
-                        let Some(params) = decode::<Progress>(params) else { return ControlFlow::Continue(()) };
-                        let token = match &params.token {
-                            NumberOrString::Number(n) => n.to_string(),
-                            NumberOrString::String(s) => s.clone(),
-                        };
-                        {
-                            let mut shared = lock(state);
-                            match &params.value {
-                                ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(_)) => {
-                                    shared.progress_begun += 1;
-                                    let work = Work { seq: shared.progress_begun, background: shared.in_flight == 0 };
-                                    shared.active_progress.insert(token, work);
-                                }
-                                ProgressParamsValue::WorkDone(WorkDoneProgress::End(_)) => {
-                                    shared.active_progress.remove(&token);
-                                }
-                                ProgressParamsValue::WorkDone(WorkDoneProgress::Report(_)) => {}
-                            }
-                            shared.last_progress = Some(Instant::now());
-                            shared.signal.bump();
-                        }
-                        up.notify::<Progress>(&params);
-                        ControlFlow::Continue(())
-                    }
-                })
-                .notification::<Lenient<PublishDiagnostics>>({
-                    let up = up.clone();
-                    move |state, params| {
-                        let Some(params) = decode::<PublishDiagnostics>(params) else {
-                            return ControlFlow::Continue(());
-                        };
-                        up.notify::<PublishDiagnostics>(&params);
-                        lock(state)
-                            .diagnostics
-                            .insert(params.uri, (params.version, params.diagnostics, Instant::now()));
-                        ControlFlow::Continue(())
-                    }
-                })
-                .notification::<ServerStatus>(|state, params| {
-                    let mut shared = lock(state);
-                    shared.quiescent = params.get("quiescent").and_then(Value::as_bool);
-                    shared.last_progress = Some(Instant::now());
-                    shared.signal.bump();
-                    ControlFlow::Continue(())
-                })
-                .notification::<ClangdFileStatus>(|state, params| {
-                    let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    let status = params.get("state").and_then(Value::as_str).unwrap_or("idle").to_owned();
-                    let mut shared = lock(state);
-                    if status == "idle" {
-                        shared.file_status.remove(&uri);
-                    } else {
-                        shared.file_status.insert(uri, status);
-                    }
-                    shared.last_progress = Some(Instant::now());
-                    shared.signal.bump();
-                    ControlFlow::Continue(())
-                })
-                .notification::<Lenient<LogMessage>>({
-                    let up = up.clone();
-                    move |_, params| {
-                        let Some(params) = decode::<LogMessage>(params) else { return ControlFlow::Continue(()) };
-                        tracing::debug!("server log: {}", params.message);
-                        up.notify::<LogMessage>(&params);
-                        ControlFlow::Continue(())
-                    }
-                })
-                .notification::<Lenient<ShowMessage>>({
-                    let up = up.clone();
-                    move |_, params| {
-                        let Some(params) = decode::<ShowMessage>(params) else { return ControlFlow::Continue(()) };
-                        tracing::info!("server message: {}", params.message);
-                        up.notify::<ShowMessage>(&params);
-                        ControlFlow::Continue(())
-                    }
-                })
-                .unhandled_notification({
-                    let up = up.clone();
-                    move |_, notification| {
-                        tracing::trace!("notification {}", notification.method);
-                        up.notify_any(&notification.method, notification.params);
-                        ControlFlow::Continue(())
-                    }
-                })
-                .unhandled_request(move |_, request| {
-                    let method = request.method.clone();
-                    up.request_any(request.method, request.params).unwrap_or_else(|| {
-                        Box::pin(std::future::ready(Err(async_lsp::ResponseError::new(
-                            async_lsp::ErrorCode::METHOD_NOT_FOUND,
-                            format!("filepuff does not handle {method}"),
-                        ))))
-                    })
-                });
+            let router = router::server_router(router_state, Relay { link: upstream, me });
             ServiceBuilder::new().layer(CatchUnwindLayer::default()).layer(ConcurrencyLayer::default()).service(router)
         });
         let (exited_tx, exited) = tokio::sync::watch::channel(false);
@@ -1338,18 +1119,6 @@ impl Drop for InFlight {
 
 fn lock(shared: &Arc<Mutex<Shared>>) -> std::sync::MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `settings` at a dotted `section` (`gopls`, `python.analysis`), or null.
-fn lookup(settings: &Value, section: &str) -> Value {
-    let mut current = settings;
-    for part in section.split('.') {
-        match current.get(part) {
-            Some(next) => current = next,
-            None => return Value::Null,
-        }
-    }
-    current.clone()
 }
 
 /// One applied change as an LSP content change in `encoding` (its range converted against the

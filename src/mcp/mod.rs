@@ -27,9 +27,9 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::mcp::attach::DiskNotice;
 use crate::cancel::CancelFlag;
 use crate::engine::Engine;
+use crate::mcp::attach::DiskNotice;
 use crate::tools::toolsets::ToolsetSelection;
 use crate::tools::{
     self, AstQueryOutput, AstQueryParams, CallHierarchyOutput, CallHierarchyParams, DefinitionOutput,
