@@ -354,6 +354,9 @@ pub struct StartOptions {
     /// Bounds on the server's frames (`[lsp] max_message_bytes`, `max_header_bytes`): a frame
     /// over them stops the server, which is then treated as crashed.
     pub limits: FrameLimits,
+    /// Told the (canonical) URI of a document whose published diagnostics changed (a
+    /// `publishDiagnostics` whose list differs from the previous one for it).
+    pub published: Option<tokio::sync::broadcast::Sender<Url>>,
 }
 
 /// Who sent a server→client message, for the [`super::Upstream`].
@@ -413,6 +416,7 @@ impl LspClient {
         let router_state = shared.clone();
         let server_name = spec.name.clone();
         let upstream = options.upstream.clone();
+        let published = options.published.clone();
         let me = ClientRef {
             serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             name: spec.name.clone(),
@@ -501,9 +505,15 @@ impl LspClient {
                             return ControlFlow::Continue(());
                         };
                         up.notify::<PublishDiagnostics>(&params);
-                        lock(state)
+                        let uri = params.uri.clone();
+                        let previous = lock(state)
                             .diagnostics
-                            .insert(params.uri, (params.version, params.diagnostics, Instant::now()));
+                            .insert(params.uri, (params.version, params.diagnostics.clone(), Instant::now()));
+                        if let Some(published) = &published
+                            && previous.is_none_or(|(_, before, _)| before != params.diagnostics)
+                        {
+                            let _ = published.send(uri);
+                        }
                         ControlFlow::Continue(())
                     }
                 })
