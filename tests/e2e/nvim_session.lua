@@ -211,6 +211,11 @@ function steps.intercept_select()
   return true
 end
 
+--- The text of buffer `bufnr` (the current one may be the diff on screen).
+function steps.text(args)
+  return buffer_text(args.bufnr)
+end
+
 --- The question being asked, if any (items, prompt, the diff shown).
 function steps.asked()
   if not pending then return vim.NIL end
