@@ -129,7 +129,7 @@ def test_filepuff_tools_lists_every_tool_with_its_toolset(filepuff_bin, py_stdli
     assert rows["localSearchCode"][:2] == ["local", "disabled"]
     assert rows["files_search"][:2] == ["index", "enabled"]
     assert rows["analyze_code"][:2] == ["graph", "disabled"]
-    assert len(rows) == 36
+    assert len(rows) == 37
 
 
 # ---- localSearchCode ----------------------------------------------------------------------------
