@@ -277,6 +277,9 @@ pub struct StartOptions {
     /// Bounds on the server's frames (`[lsp] max_message_bytes`, `max_header_bytes`): a frame
     /// over them stops the server, which is then treated as crashed.
     pub limits: FrameLimits,
+    /// Told the (canonical) URI of a document whose published diagnostics changed (a
+    /// `publishDiagnostics` whose list differs from the previous one for it).
+    pub published: Option<tokio::sync::broadcast::Sender<Url>>,
 }
 
 /// Who sent a server→client message, for the [`super::Upstream`].
@@ -336,13 +339,14 @@ impl LspClient {
         let router_state = shared.clone();
         let server_name = spec.name.clone();
         let upstream = options.upstream.clone();
+        let published = options.published.clone();
         let me = ClientRef {
             serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             name: spec.name.clone(),
         };
         let serial = me.serial;
         let (mainloop, mut server) = MainLoop::new_client(move |_server| {
-            let router = router::server_router(router_state, Relay { link: upstream, me });
+            let router = router::server_router(router_state, Relay { link: upstream, me }, published);
             ServiceBuilder::new().layer(CatchUnwindLayer::default()).layer(ConcurrencyLayer::default()).service(router)
         });
         let (exited_tx, exited) = tokio::sync::watch::channel(false);

@@ -34,6 +34,9 @@ use crate::workspace::{Config, DocumentId, LspConfig};
 pub use ask::{Answered, Completeness, Needs, Question, ask_on};
 pub use client::{ClientRef, LspClient, StartOptions};
 
+/// Capacity of the published-diagnostics channel (URIs a slow subscriber may fall behind by).
+const PUBLISHED_CAPACITY: usize = 256;
+
 /// One language server: how to start it and what it serves.
 #[derive(Debug, Clone)]
 pub struct ServerSpec {
@@ -344,6 +347,19 @@ pub struct Backends {
     /// The servers serving each open document: (server, project root), in the language's
     /// server order (decided once, at open).
     routes: Mutex<HashMap<DocumentId, Vec<ClientKey>>>,
+    /// The canonical URI of each document whose published diagnostics changed, from every
+    /// client ([`Backends::subscribe_published`]).
+    published: tokio::sync::broadcast::Sender<url::Url>,
+}
+
+/// How many published diagnostics of one document have each severity (LSP
+/// `DiagnosticSeverity`; a diagnostic without one counts as an error, as editors show it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiagnosticCounts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub information: usize,
+    pub hints: usize,
 }
 
 /// The editor side of `filepuff lsp`, as the backends see it: where server→client traffic
@@ -405,7 +421,36 @@ impl Backends {
                 .collect(),
             starting: Mutex::new(HashMap::new()),
             attached: OnceLock::new(),
+            published: tokio::sync::broadcast::channel(PUBLISHED_CAPACITY).0,
         }
+    }
+
+    /// Tells the receiver the canonical URI of every document whose published diagnostics
+    /// change from now on (any server; a `publishDiagnostics` equal to the previous one for
+    /// the document is not a change). A receiver more than 256 URIs behind gets `Lagged`.
+    pub fn subscribe_published(&self) -> tokio::sync::broadcast::Receiver<url::Url> {
+        self.published.subscribe()
+    }
+
+    /// The severities of the diagnostics the running servers of `id` last published for it
+    /// (no request is made); `None` when no running server published any for it.
+    pub fn published_counts(&self, id: &DocumentId, language: Option<Language>) -> Option<DiagnosticCounts> {
+        use lsp_types::DiagnosticSeverity;
+        let uri = id.uri();
+        let mut counts: Option<DiagnosticCounts> = None;
+        for client in self.clients_of(id, language).0 {
+            let Some((_, diagnostics)) = client.published_diagnostics(&uri) else { continue };
+            let counts = counts.get_or_insert_with(DiagnosticCounts::default);
+            for diagnostic in diagnostics {
+                match diagnostic.severity {
+                    Some(DiagnosticSeverity::WARNING) => counts.warnings += 1,
+                    Some(DiagnosticSeverity::INFORMATION) => counts.information += 1,
+                    Some(DiagnosticSeverity::HINT) => counts.hints += 1,
+                    _ => counts.errors += 1,
+                }
+            }
+        }
+        counts
     }
 
     /// The `[lsp]` settings.
@@ -745,8 +790,9 @@ impl Backends {
                 editor_capabilities: Some(attached.capabilities.clone()),
                 upstream: Some(attached.upstream.clone()),
                 limits,
+                published: Some(self.published.clone()),
             },
-            None => StartOptions { limits, ..StartOptions::default() },
+            None => StartOptions { limits, published: Some(self.published.clone()), ..StartOptions::default() },
         };
         let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout, &options).await });
         match started {

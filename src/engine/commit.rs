@@ -232,6 +232,8 @@ impl Engine {
         if approval == Approval::Confirm {
             return self.commit_confirmed(label, buffers, staged, &new_texts);
         }
+        let committed: Vec<DocumentId> =
+            buffers.iter().map(|b| b.1.clone()).chain(staged.iter().map(|s| s.id.clone())).collect();
 
         if !buffers.is_empty() {
             match self.editor() {
@@ -294,6 +296,7 @@ impl Engine {
             }
             landings[index] = Some(Landing::Disk);
         }
+        self.emit(super::EngineEvent::Committed(committed));
         Ok(CommitOutcome::Applied(landings.into_iter().map(|l| l.unwrap_or(Landing::Disk)).collect()))
     }
 }

@@ -7,10 +7,13 @@
 //! - the text of an open document: [`Engine::open_document`], [`Engine::change_document`],
 //!   [`Engine::close_document`] — the documents store changes, then every language server
 //!   serving the document gets the change in its own encoding;
-//! - where an edit lands: [`Engine::commit`] (the editor, the open buffer, or the disk).
+//! - where an edit lands: [`Engine::commit`] (the editor, the open buffer, or the disk);
+//! - what the person is looking at: [`Engine::report_focus`] / [`Engine::editor_focus`], and the
+//!   changes agents subscribe to ([`Engine::subscribe_events`]; see [`editor_state`]).
 
 pub mod agents;
 mod commit;
+pub mod editor_state;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -25,6 +28,7 @@ use crate::search::SearchError;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
 pub use commit::{Approval, Base, CommitError, CommitOutcome, FileEdit, Landing};
+pub use editor_state::{EditorFocus, EngineEvent, Focus, FocusReport};
 
 /// The shared state behind every tool.
 #[derive(Debug)]
@@ -39,6 +43,10 @@ pub struct Engine {
     index: Mutex<Option<Arc<FileIndex>>>,
     /// The editor holding the open documents, when one is attached (`filepuff lsp`).
     editor: std::sync::OnceLock<Arc<dyn Editor>>,
+    /// The editor's focus as it last reported it (`filepuff/editorFocus`).
+    focus: Mutex<EditorFocus>,
+    /// Changes of the editor's state and agents' commits, for subscribers.
+    events: tokio::sync::broadcast::Sender<EngineEvent>,
 }
 
 /// Changes to one document, for [`Editor::apply`].
@@ -125,7 +133,43 @@ impl Engine {
             graph: Mutex::new(None),
             index: Mutex::new(None),
             editor: std::sync::OnceLock::new(),
+            focus: Mutex::new(EditorFocus::Unreported),
+            events: tokio::sync::broadcast::channel(editor_state::EVENT_CAPACITY).0,
         }
+    }
+
+    /// Tells the receiver every [`EngineEvent`] from now on. A receiver that falls more than
+    /// 256 events behind gets `Lagged` and must treat everything as changed.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<EngineEvent> {
+        self.events.subscribe()
+    }
+
+    fn emit(&self, event: EngineEvent) {
+        // No subscriber is not an error.
+        let _ = self.events.send(event);
+    }
+
+    /// The editor reported its focus (`filepuff/editorFocus`, positions in its negotiated
+    /// `encoding`): converted against the document's current text — the open buffer, else the
+    /// disk — into 1-based lines and character columns, and kept until the next report.
+    pub fn report_focus(&self, report: FocusReport, encoding: Encoding) {
+        let max_bytes = self.workspace.config().limits.max_file_bytes;
+        let text = report.id.as_ref().and_then(|id| self.documents.text(id, max_bytes).ok()).map(|s| s.text);
+        let focus = report.into_focus(text.as_ref(), encoding);
+        let changed = {
+            let mut slot = self.focus.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = *slot != focus;
+            *slot = focus;
+            changed
+        };
+        if changed {
+            self.emit(EngineEvent::EditorChanged);
+        }
+    }
+
+    /// The editor's focus as last reported ([`EditorFocus::Unreported`] when it never did).
+    pub fn editor_focus(&self) -> EditorFocus {
+        self.focus.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The root, configuration and path sandbox.
@@ -146,6 +190,7 @@ impl Engine {
         let language = Language::from_name(&language_id).or_else(|| Language::from_path(id.path()));
         let reload = self.documents.open(id.clone(), text, version, language_id).is_some();
         let (servers, missing) = self.backends.document_opened(&id, language);
+        self.emit(EngineEvent::EditorChanged);
         OpenedDocument { reload, language, servers, missing }
     }
 
@@ -171,6 +216,7 @@ impl Engine {
         if let Some(document) = self.documents.get(id) {
             let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
             self.backends.document_saved(id, language, &document.text);
+            self.emit(EngineEvent::EditorChanged);
         }
     }
 
@@ -184,6 +230,7 @@ impl Engine {
             .or_else(|| Language::from_path(id.path()));
         let closed = self.documents.close(id);
         self.backends.document_closed(id, language);
+        self.emit(EngineEvent::EditorChanged);
         closed
     }
 

@@ -11,6 +11,7 @@ mod graph;
 pub mod http;
 mod index;
 mod local;
+pub mod resources;
 mod stdio;
 mod toolsets;
 
@@ -48,6 +49,8 @@ pub struct McpServer {
     /// Set when this server reads the disk while an editor may hold unsaved buffers of the
     /// same root (a standalone `filepuff mcp`): see [`McpServer::with_disk_notice`].
     disk_notice: Option<DiskNotice>,
+    /// This session's resource subscriptions ([`resources`]).
+    subscriptions: Arc<resources::Subscriptions>,
 }
 
 #[tool_router]
@@ -61,7 +64,7 @@ impl McpServer {
     pub fn with_toolsets(engine: Arc<Engine>, toolsets: ToolsetSelection) -> McpServer {
         let tool_router = toolsets::filter(McpServer::all_tools(), &toolsets);
         toolsets::warm_up(&engine, &toolsets);
-        McpServer { engine, tool_router, toolsets, disk_notice: None }
+        McpServer { engine, tool_router, toolsets, disk_notice: None, subscriptions: Arc::default() }
     }
 
     /// The same server, marking its results when an editor's `filepuff lsp` runs for the root
@@ -159,6 +162,16 @@ impl McpServer {
     )]
     async fn show_in_editor(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
         Ok(run(&self.engine, arguments, tools::show_in_editor, tools::render::show_in_editor).await)
+    }
+
+    #[tool(
+        description = "What the person has open and is looking at in their editor (the one this agent is attached to through filepuff lsp): the open documents (path, language, version, unsaved or not, diagnostics counts the servers published) and the focused document with cursor, selection and visible range (1-based lines, columns in characters) where the editor reports them — the filepuff VS Code extension and Neovim plugin do; a plain LSP editor gives the open documents only, and `unknown` names what could not be known. Also readable and subscribable as the resource filepuff://editor.",
+        annotations(read_only_hint = true, open_world_hint = false),
+        input_schema = schema_for_type::<tools::EditorStateParams>(),
+        output_schema = schema_for_output::<tools::EditorStateOutput>()
+    )]
+    async fn editor_state(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        Ok(run(&self.engine, arguments, tools::editor_state, tools::render::editor_state).await)
     }
 
     #[tool(
@@ -313,8 +326,58 @@ impl ServerHandler for McpServer {
         })
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || resources::list(&engine))
+            .await
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        resources::read(&self.engine, &request.uri).await.map(Into::into)
+    }
+
+    // `resources/subscribe` is what MCP 2025-11-25 clients (the Python SDK's ClientSession
+    // among them) use; rmcp marks it legacy in favour of 2026-07-28's `subscriptions/listen`.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.subscribe(&self.engine, &request.uri, context.peer.clone()).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_subscribe().build(),
+        )
             .with_server_info(
                 Implementation::new("filepuff", env!("CARGO_PKG_VERSION"))
                     .with_title("filepuff: the editor's live code, for agents"),
@@ -593,6 +656,7 @@ mod tests {
                 "document_symbols",
                 "edit_apply",
                 "edit_preview",
+                "editor_state",
                 "file_read",
                 "file_search",
                 "files_get_info",

@@ -528,6 +528,10 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
                 engine.close_document(&id);
             }
         }
+        EDITOR_FOCUS => {
+            let report = focus_report(&notification.params, |uri| id_of(uri))?;
+            engine.report_focus(report, session.encoding);
+        }
         method => {
             // Anything else goes to the servers of its document, or to every server.
             let mut params = notification.params;
@@ -554,6 +558,52 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
         }
     }
     Ok(())
+}
+
+/// filepuff's own notification from the editor: what the person is looking at. Params
+/// `{"textDocument": {"uri", "version"?} | null, "cursor"?: Position, "selection"?: Range,
+/// "visibleRange"?: Range}`, positions in the negotiated `positionEncoding` (0-based); a null
+/// `textDocument` (or a URI that names no file, such as `untitled:`) says no file has the
+/// focus. The VS Code extension and the Neovim plugin send
+/// it, debounced, when the focused editor, its cursor, selection or scroll position change
+/// (docs/lsp.md); it feeds [`Engine::report_focus`].
+pub const EDITOR_FOCUS: &str = "filepuff/editorFocus";
+
+/// The [`EDITOR_FOCUS`] params as a [`crate::engine::FocusReport`]. Errors: malformed params
+/// (a missing or unparsable URI, positions that are not LSP `Position`s, half a range).
+fn focus_report(
+    params: &Value,
+    id_of: impl Fn(&Url) -> Result<crate::workspace::DocumentId, String>,
+) -> Result<crate::engine::FocusReport, String> {
+    let document = params.get("textDocument").filter(|d| !d.is_null());
+    let Some(document) = document else { return Ok(crate::engine::FocusReport::default()) };
+    let uri = document.get("uri").and_then(Value::as_str).ok_or("textDocument.uri is missing")?;
+    let uri = Url::parse(uri).map_err(|err| format!("textDocument.uri: {err}"))?;
+    let position = |value: Option<&Value>| -> Result<Option<crate::documents::Position>, String> {
+        match value.filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(value) => serde_json::from_value::<lsp_types::Position>(value.clone())
+                .map(|p| Some(from_lsp(p)))
+                .map_err(|err| format!("invalid position: {err}")),
+        }
+    };
+    let range = |name: &str| -> Result<Option<_>, String> {
+        let value = params.get(name).filter(|v| !v.is_null());
+        let Some(value) = value else { return Ok(None) };
+        match (position(value.get("start"))?, position(value.get("end"))?) {
+            (Some(start), Some(end)) => Ok(Some((start.min(end), start.max(end)))),
+            _ => Err(format!("{name}: a range needs start and end")),
+        }
+    };
+    // A buffer that is not a file (`untitled:`, a remote scheme) is no file to point at.
+    let Ok(id) = id_of(&uri) else { return Ok(crate::engine::FocusReport::default()) };
+    Ok(crate::engine::FocusReport {
+        id: Some(id),
+        version: document.get("version").and_then(Value::as_i64).and_then(|v| i32::try_from(v).ok()),
+        cursor: position(params.get("cursor"))?,
+        selection: range("selection")?,
+        visible_range: range("visibleRange")?,
+    })
 }
 
 fn from_lsp(position: lsp_types::Position) -> crate::documents::Position {

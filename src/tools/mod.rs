@@ -8,6 +8,7 @@
 mod ast_query;
 mod diff;
 mod edit;
+mod editor_state;
 pub mod error;
 mod file_read;
 mod file_search;
@@ -22,6 +23,7 @@ pub mod toolsets;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
 pub use edit::{EditOutput, EditParams, edit_apply, edit_preview};
+pub use editor_state::{EditorStateOutput, EditorStateParams, editor_state};
 pub use error::{ErrorCode, ToolError};
 pub use file_read::{FileReadOutput, FileReadParams, SymbolInfo, file_read};
 pub use file_search::{FileSearchOutput, FileSearchParams, file_search};
@@ -40,6 +42,7 @@ pub use show::{ShowInEditorOutput, ShowInEditorParams, show_in_editor};
 pub mod render {
     pub use super::ast_query::render_text as ast_query;
     pub use super::edit::render_text as edit;
+    pub use super::editor_state::render_text as editor_state;
     pub use super::file_read::render_text as file_read;
     pub use super::file_search::render_text as file_search;
     pub use super::local::render_text as local;

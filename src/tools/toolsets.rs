@@ -54,6 +54,7 @@ pub const TOOLS: &[(&str, Toolset)] = &[
     ("find_definition", Toolset::Core),
     ("find_references", Toolset::Core),
     ("show_in_editor", Toolset::Core),
+    ("editor_state", Toolset::Core),
     ("hover", Toolset::Lsp),
     ("document_symbols", Toolset::Lsp),
     ("workspace_symbols", Toolset::Lsp),

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sysconfig
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,8 @@ class McpSession:
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp {root}", daemon=True)
         self._stop: asyncio.Event | None = None
         self._runner: concurrent.futures.Future | None = None
+        # The server's notifications (`notifications/resources/updated`, …), in arrival order.
+        self.notifications: list[types.ServerNotification] = []
 
     # -- lifecycle --
 
@@ -105,7 +108,7 @@ class McpSession:
         try:
             with open(self.stderr_log, "w") as errlog:
                 async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write) as session:
+                    async with ClientSession(read, write, message_handler=self._on_message) as session:
                         self.initialize_result = await session.initialize()
                         self._session = session
                         ready.set_result(None)
@@ -114,6 +117,10 @@ class McpSession:
             if not ready.done():
                 ready.set_exception(exc)
             raise
+
+    async def _on_message(self, message) -> None:
+        if not isinstance(message, Exception):
+            self.notifications.append(message)
 
     def close(self) -> None:
         if self._runner is not None and self._stop is not None:
@@ -142,6 +149,40 @@ class McpSession:
 
     def list_tools(self) -> types.ListToolsResult:
         return self._run(self._session.list_tools())
+
+    # -- resources --
+
+    def list_resources(self) -> types.ListResourcesResult:
+        return self._run(self._session.list_resources())
+
+    def list_resource_templates(self) -> types.ListResourceTemplatesResult:
+        return self._run(self._session.list_resource_templates())
+
+    def read_resource(self, uri: str) -> Any:
+        """The JSON content of a filepuff resource."""
+        result = self._run(self._session.read_resource(uri))
+        (content,) = result.contents
+        assert content.mime_type == "application/json", content
+        return json.loads(content.text)
+
+    def subscribe(self, uri: str) -> None:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resources/subscribe is the 2025-11-25 way, which filepuff speaks
+            self._run(self._session.subscribe_resource(uri))
+
+    def updates(self, uri: str) -> int:
+        """How many `notifications/resources/updated` for `uri` arrived so far."""
+        return sum(1 for n in list(self.notifications)
+                   if isinstance(n, types.ResourceUpdatedNotification) and str(n.params.uri) == uri)
+
+    def wait_updated(self, uri: str, after: int, timeout: float = 60) -> int:
+        """Waits until more than `after` updates of `uri` arrived; returns how many."""
+        deadline = time.monotonic() + timeout
+        while self.updates(uri) <= after:
+            assert time.monotonic() < deadline, f"no notifications/resources/updated for {uri} in {timeout} s"
+            time.sleep(0.05)
+        return self.updates(uri)
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
         # call_tool also validates structuredContent against the tool's outputSchema.

@@ -174,6 +174,62 @@ function steps.diagnostics()
   return found
 end
 
+--- Puts the cursor at 1-based `line`, 0-based byte `col`, optionally selecting (`visual`: "v" or
+--- "V") from there to `to_line`/`to_col` as the person would (Visual mode stays on), and returns
+--- the number of focus reports the plugin sent so far (the test waits for the next one).
+function steps.cursor(args)
+  local before = require("filepuff.focus").sent
+  vim.cmd("normal! \27") -- leave Visual mode
+  vim.api.nvim_win_set_cursor(0, { args.line, args.col })
+  if args.visual then
+    vim.api.nvim_feedkeys(args.visual, "nx", false)
+    vim.api.nvim_win_set_cursor(0, { args.to_line, args.to_col })
+  end
+  return { sent = before, mode = vim.api.nvim_get_mode().mode }
+end
+
+--- The plugin's focus reports: how many were sent, and the last one sent to the filepuff client.
+function steps.focus()
+  local focus = require("filepuff.focus")
+  local client = client_of(0) or vim.lsp.get_clients({ name = NAME })[1]
+  return { sent = focus.sent, last = client and focus.last[client.id] or vim.NIL, mode = vim.api.nvim_get_mode().mode }
+end
+
+--- The person's side of filepuff.confirm: vim.ui.select is replaced by one that records the
+--- prompt and the diff on screen and waits for steps.decide (as a person takes their time).
+local pending = nil
+function steps.intercept_select()
+  vim.ui.select = function(items, opts, on_choice)
+    local diff = vim.fn.bufnr(require("filepuff.confirm").DIFF_NAME)
+    pending = {
+      items = items,
+      prompt = opts.prompt,
+      diff = diff ~= -1 and vim.api.nvim_buf_get_lines(diff, 0, -1, false) or vim.NIL,
+      on_choice = on_choice,
+    }
+  end
+  return true
+end
+
+--- The text of buffer `bufnr` (the current one may be the diff on screen).
+function steps.text(args)
+  return buffer_text(args.bufnr)
+end
+
+--- The question being asked, if any (items, prompt, the diff shown).
+function steps.asked()
+  if not pending then return vim.NIL end
+  return { items = pending.items, prompt = pending.prompt, diff = pending.diff }
+end
+
+--- Answers the pending question with `choice` ("Accept" / "Decline").
+function steps.decide(args)
+  local question = assert(pending, "nothing is being asked")
+  pending = nil
+  question.on_choice(args.choice)
+  return true
+end
+
 function steps.quit()
   vim.schedule(function() vim.cmd("qall!") end)
   return true

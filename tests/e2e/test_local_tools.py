@@ -106,7 +106,7 @@ def test_default_toolsets_hide_local_and_index_and_refuse_their_calls(py_session
     names = {tool.name for tool in py_session.list_tools().tools}
     assert names == {"ping", "file_search", "file_read", "ast_query", "edit_preview", "edit_apply", "symbol_at",
                      "find_definition", "find_references", "hover", "document_symbols", "workspace_symbols",
-                     "diagnostics", "rename_symbol", "call_hierarchy", "show_in_editor"}
+                     "diagnostics", "rename_symbol", "call_hierarchy", "show_in_editor", "editor_state"}
     error, text = py_session.error("localSearchCode", {"pattern": "x", "path": ""})
     assert error["code"] == 8001 and error["name"] == "TOOLSET_DISABLED"
     assert error["context"]["toolset"] == "local" and "--toolsets" in error["remediation"]
@@ -129,7 +129,7 @@ def test_filepuff_tools_lists_every_tool_with_its_toolset(filepuff_bin, py_stdli
     assert rows["localSearchCode"][:2] == ["local", "disabled"]
     assert rows["files_search"][:2] == ["index", "enabled"]
     assert rows["analyze_code"][:2] == ["graph", "disabled"]
-    assert len(rows) == 36
+    assert len(rows) == 37
 
 
 # ---- localSearchCode ----------------------------------------------------------------------------

@@ -537,3 +537,123 @@ def poll_diagnostics(nvim: Neovim, done, what: str, timeout: float = 30) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"Neovim showed no {what} in {timeout} s: {diagnostics}")
         time.sleep(0.2)
+
+
+# ---- what the person looks at, and edits they approve (issue 17) ----------------------------------
+
+
+def wait_focus(nvim: Neovim, sent: int, done=lambda last: True, timeout: float = 20) -> dict:
+    """Waits until the plugin sent a focus report after the first `sent` that satisfies `done`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        focus = nvim.step("focus")
+        if focus["sent"] > sent and focus["last"] and done(focus["last"]):
+            return focus["last"]
+        if time.monotonic() > deadline:
+            pytest.fail(f"the plugin sent no matching filepuff/editorFocus in {timeout} s: {focus}")
+        time.sleep(0.05)
+
+
+def wait_state(agent: McpSession, done, what: str, timeout: float = 20) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = agent.ok("editor_state")
+        if done(state):
+            return state
+        if time.monotonic() > deadline:
+            pytest.fail(f"editor_state never showed {what} in {timeout} s: {state}")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("offered", ["utf-16", "all"], ids=["editor-utf-16", "editor-default-encodings"])
+def test_agent_sees_neovims_focus_cursor_and_selection(harness, tmp_path, offered):
+    """The plugin reports the focused buffer, the cursor, the Visual selection and the visible
+    lines (filepuff/editorFocus, debounced, in the client's encoding); an attached agent's
+    editor_state has them in 1-based lines and character columns — after emoji and CJK, so
+    UTF-16, UTF-8 and characters all differ — and a subscriber to filepuff://editor is told."""
+    root = copy_fixture(tmp_path / "ws")
+    options = {"capabilities": {"general": {"positionEncodings": ["utf-16"]}}} if offered == "utf-16" else {}
+    nvim = harness.neovim(cwd=root, **options)
+    opened = nvim.step("edit", path=str(root / "main.go"))
+    lines = opened["text"].split("\n")
+    row = next(i for i, text in enumerate(lines) if text.startswith("\t/* 😀 日本語 */"))
+    line = lines[row]
+    agent = harness.agent(root)
+    agent.subscribe("filepuff://editor")
+    updates = agent.updates("filepuff://editor")
+
+    # The cursor on the `S` of Shout (a byte column for Neovim).
+    shout = line.index("Shout")
+    sent = nvim.step("cursor", line=row + 1, col=len(line[:shout].encode()))["sent"]
+    encoding = opened["client"]["offset_encoding"]
+    wait_focus(nvim, sent, lambda last: last["cursor"] == {"line": row, "character": units(line[:shout], encoding)})
+    state = wait_state(agent, lambda s: s.get("focus", {}).get("cursor") == {"line": row + 1, "column": shout + 1},
+                       "the cursor on Shout")
+    focus = state["focus"]
+    assert focus["path"] == "main.go" and "selection" not in focus, focus
+    assert focus["visible_range"]["start"] == {"line": 1, "column": 1}, focus
+    assert state["unknown"] == [], state
+    assert state["open_documents"][0]["path"] == "main.go"
+    agent.wait_updated("filepuff://editor", updates)
+
+    # Visual mode from 😀 to 日本語 (inclusive, as Neovim selects): the end is exclusive for agents.
+    smile, cjk_end = line.index("😀"), line.index("語")
+    sent = nvim.step("cursor", line=row + 1, col=len(line[:smile].encode()), visual="v",
+                     to_line=row + 1, to_col=len(line[:cjk_end].encode()))["sent"]
+    wait_focus(nvim, sent, lambda last: last.get("selection") is not None)
+    state = wait_state(agent, lambda s: "selection" in s.get("focus", {}), "the selection")
+    assert state["focus"]["selection"] == {"start": {"line": row + 1, "column": smile + 1},
+                                           "end": {"line": row + 1, "column": cjk_end + 2}}, state["focus"]
+    assert state["focus"]["cursor"] == {"line": row + 1, "column": cjk_end + 1}
+
+    # Linewise Visual mode over two lines: whole lines.
+    sent = nvim.step("cursor", line=row, col=0, visual="V", to_line=row + 1, to_col=0)["sent"]
+    state = wait_state(agent, lambda s: s.get("focus", {}).get("selection", {}).get("start", {}).get("column") == 1
+                       and s["focus"]["selection"]["start"]["line"] == row, "the linewise selection")
+    assert state["focus"]["selection"]["end"] == {"line": row + 1, "column": len(line) + 1}, state["focus"]
+
+
+@pytest.mark.parametrize("decision", ["Accept", "Decline"])
+def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision):
+    """An agent's edit_apply with confirm: true reaches Neovim as a workspace/applyEdit whose
+    annotation needs confirmation; the plugin shows the diff and asks (vim.ui.select). Accept: the
+    buffer changes (not the disk) and the agent hears `accepted`; Decline: nothing changes and the
+    agent hears `declined` with the plugin's reason."""
+    import concurrent.futures
+
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    opened = nvim.step("edit", path=str(root / "main.go"))
+    disk = (root / "main.go").read_text()
+    assert nvim.step("intercept_select")
+    agent = harness.agent(root)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        call = pool.submit(agent.call, "edit_apply", {
+            "file": "main.go", "operation": "replace", "selector_text": 'greet.Hello("world")',
+            "new_content": 'greet.Hello("person")', "confirm": True})
+        deadline = time.monotonic() + 30
+        while (asked := nvim.step("asked")) is None:
+            assert not call.done(), call.result()
+            assert time.monotonic() < deadline, "Neovim never asked"
+            time.sleep(0.05)
+        assert asked["items"] == ["Accept", "Decline"], asked
+        assert "?" in asked["prompt"]
+        assert "--- a/main.go" in asked["diff"] and "+++ b/main.go" in asked["diff"], asked["diff"]
+        assert '-\tfmt.Println(greet.Hello("world"))' in asked["diff"], asked["diff"]
+        assert '+\tfmt.Println(greet.Hello("person"))' in asked["diff"], asked["diff"]
+        assert nvim.step("text", bufnr=opened["bufnr"]) == disk, "nothing changes before the person decides"
+        nvim.step("decide", choice=decision)
+        result = call.result(timeout=60)
+    text = nvim.step("text", bufnr=opened["bufnr"])
+    assert nvim.step("buffer")["bufnr"] == opened["bufnr"], "the diff is closed, the person is back in main.go"
+    assert (root / "main.go").read_text() == disk
+    structured = result.structured_content or {}
+    if decision == "Accept":
+        assert not result.is_error, result.content
+        assert text == disk.replace('greet.Hello("world")', 'greet.Hello("person")')
+        assert structured["confirmation"] == "accepted", structured
+        assert agent.ok("file_read", {"path": "main.go"})["content"] == text
+    else:
+        assert text == disk
+        assert "declined" in json.dumps(structured) + str(result.content), result
+        assert "the person declined the edit in Neovim" in json.dumps(structured) + str(result.content), result

@@ -1,6 +1,6 @@
 /**
  * The VS Code face: starts `filepuff lsp` with vscode-languageclient, shows `filepuff/status` in
- * the status bar, offers restart / doctor / log commands, and registers `filepuff mcp` for the
+ * the status bar, reports what the person looks at (`filepuff/editorFocus`, focus.ts), offers restart / doctor / log commands, and registers `filepuff mcp` for the
  * workspace folder as an MCP server so agent mode attaches to the same Engine. The decisions
  * (launch command, initializationOptions, selector, status text, MCP definition) live in
  * settings.ts and status.ts.
@@ -19,11 +19,15 @@ import {
   mcpDefinition,
   readSettings,
 } from "./settings";
+import { EDITOR_FOCUS, type EditorLike, FocusReporter, focusParams } from "./focus";
 import { type StatusPayload, statusView } from "./status";
 
 let client: LanguageClient | undefined;
 let statusItem: vscode.StatusBarItem;
 let output: vscode.OutputChannel;
+/** What the person looks at, reported to filepuff for agents (`filepuff/editorFocus`). */
+let focus: FocusReporter | undefined;
+let servedLanguages: string[] = [];
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("filepuff");
@@ -46,6 +50,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   registerMcp(context);
+  focus = new FocusReporter(
+    () => focusParams(asEditorLike(vscode.window.activeTextEditor), (language) => servedLanguages.includes(language)),
+    (params) => void client?.sendNotification(EDITOR_FOCUS, params).catch(() => undefined),
+  );
+  const changed = () => focus?.schedule();
+  context.subscriptions.push(
+    vscode.window.onDidChangeActiveTextEditor(changed),
+    vscode.window.onDidChangeTextEditorSelection(changed),
+    vscode.window.onDidChangeTextEditorVisibleRanges(changed),
+  );
   await startClient();
 }
 
@@ -72,6 +86,7 @@ async function startClient(): Promise<void> {
     options: { cwd: launch.cwd, env: launch.env },
   };
   const languages = documentSelectorLanguages(current, await doctorReport(current, folder));
+  servedLanguages = languages;
   const clientOptions: LanguageClientOptions = {
     documentSelector: languages.map((language) => ({ scheme: "file", language })),
     initializationOptions: initializationOptions(current),
@@ -86,11 +101,30 @@ async function startClient(): Promise<void> {
   try {
     await client.start();
     showStatus(await client.sendRequest<StatusPayload>("filepuff/status"));
+    // The new session knows nothing of the focus yet.
+    focus?.reset();
+    focus?.flush();
   } catch (error) {
     statusItem.text = "$(error) filepuff";
     statusItem.tooltip = `filepuff lsp failed to start: ${String(error)}`;
     output.appendLine(`filepuff lsp failed to start: ${String(error)}`);
   }
+}
+
+/** The parts of a text editor a focus report is made of; URIs as the language client sends them. */
+function asEditorLike(editor: vscode.TextEditor | undefined): EditorLike | undefined {
+  if (editor === undefined) return undefined;
+  const uri = client ? client.code2ProtocolConverter.asUri(editor.document.uri) : editor.document.uri.toString();
+  return {
+    document: {
+      uri,
+      version: editor.document.version,
+      languageId: editor.document.languageId,
+      isUntitled: editor.document.isUntitled || editor.document.uri.scheme !== "file",
+    },
+    selection: editor.selection,
+    visibleRanges: editor.visibleRanges,
+  };
 }
 
 async function stopClient(): Promise<void> {

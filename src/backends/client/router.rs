@@ -93,7 +93,12 @@ impl Relay {
 }
 
 /// The router of a client's main loop over `state` (shared with the client handle).
-pub(super) fn server_router(state: Arc<Mutex<Shared>>, up: Relay) -> Router<Arc<Mutex<Shared>>> {
+/// `published` is told the URI of a document whose published diagnostics changed.
+pub(super) fn server_router(
+    state: Arc<Mutex<Shared>>,
+    up: Relay,
+    published: Option<tokio::sync::broadcast::Sender<lsp_types::Url>>,
+) -> Router<Arc<Mutex<Shared>>> {
     let mut router = Router::new(state);
     router
         .request::<WorkspaceConfiguration, _>({
@@ -173,7 +178,15 @@ pub(super) fn server_router(state: Arc<Mutex<Shared>>, up: Relay) -> Router<Arc<
                     return ControlFlow::Continue(());
                 };
                 up.notify::<PublishDiagnostics>(&params);
-                lock(state).diagnostics.insert(params.uri, (params.version, params.diagnostics, Instant::now()));
+                let uri = params.uri.clone();
+                let previous = lock(state)
+                    .diagnostics
+                    .insert(params.uri, (params.version, params.diagnostics.clone(), Instant::now()));
+                if let Some(published) = &published
+                    && previous.is_none_or(|(_, before, _)| before != params.diagnostics)
+                {
+                    let _ = published.send(uri);
+                }
                 ControlFlow::Continue(())
             }
         })

@@ -1,6 +1,8 @@
 -- filepuff for Neovim: starts `filepuff lsp` (one language server in front of gopls, clangd,
 -- basedpyright, ruff, typescript-language-server) for the configured filetypes, with the root from
--- markers, and tells agents how to attach to the same Engine (`filepuff mcp --root ROOT`).
+-- markers, and tells agents how to attach to the same Engine (`filepuff mcp --root ROOT`); reports
+-- what the person looks at (filepuff.focus) and asks them about agents' edits that need their
+-- confirmation (filepuff.confirm).
 -- Neovim 0.11+: vim.lsp.config/vim.lsp.enable; 0.8–0.10: vim.lsp.start; 0.7: vim.lsp.start_client
 -- and vim.lsp.buf_attach_client.
 
@@ -22,6 +24,9 @@ M.defaults = {
   env = nil,
   on_attach = nil,
   capabilities = nil,
+  -- Tell filepuff (and so agents, through the editor_state tool) which file the person looks at,
+  -- with cursor, selection and visible lines (`filepuff/editorFocus`, debounced).
+  report_focus = true,
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -60,6 +65,19 @@ function M.root_dir(bufnr)
   end
 end
 
+--- The client capabilities: Neovim's, the user's, and what the plugin adds — versioned
+--- `documentChanges` and `changeAnnotationSupport`, so filepuff can send an agent's edit that needs
+--- the person's confirmation (handled by filepuff.confirm).
+function M.capabilities()
+  local added = { workspace = { workspaceEdit = { documentChanges = true, changeAnnotationSupport = { groupsOnLabel = false } } } }
+  return vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(), M.config.capabilities or {}, added)
+end
+
+--- The handlers the plugin sets on its client.
+function M.handlers()
+  return { ["workspace/applyEdit"] = require("filepuff.confirm").handler }
+end
+
 --- The client configuration for a root (what vim.lsp.start / start_client take).
 function M.client_config(root)
   return {
@@ -68,7 +86,8 @@ function M.client_config(root)
     cmd_env = M.config.env,
     root_dir = root,
     init_options = M.init_options(),
-    capabilities = M.config.capabilities,
+    capabilities = M.capabilities(),
+    handlers = M.handlers(),
     on_attach = M.config.on_attach,
   }
 end
@@ -114,6 +133,7 @@ end
 --- Configures and enables filepuff. Options: see M.defaults and :help filepuff.
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  if M.config.report_focus then require("filepuff.focus").setup() end
   if vim.lsp.config and vim.lsp.enable and has("0.11") then
     vim.lsp.config(NAME, {
       cmd = M.lsp_cmd(),
@@ -121,7 +141,8 @@ function M.setup(opts)
       filetypes = M.config.filetypes,
       root_markers = M.config.root_markers,
       init_options = M.init_options(),
-      capabilities = M.config.capabilities,
+      capabilities = M.capabilities(),
+      handlers = M.handlers(),
       on_attach = M.config.on_attach,
     })
     vim.lsp.enable(NAME)
