@@ -15,6 +15,7 @@ import {
   documentSelectorLanguages,
   doctorLaunch,
   initializationOptions,
+  launchFailure,
   lspLaunch,
   mcpDefinition,
   readSettings,
@@ -87,9 +88,11 @@ async function startClient(): Promise<void> {
     await client.start();
     showStatus(await client.sendRequest<StatusPayload>("filepuff/status"));
   } catch (error) {
+    const message = launchFailure("starting filepuff lsp", launch.command, error, { remoteName: vscode.env.remoteName });
     statusItem.text = "$(error) filepuff";
-    statusItem.tooltip = `filepuff lsp failed to start: ${String(error)}`;
-    output.appendLine(`filepuff lsp failed to start: ${String(error)}`);
+    statusItem.tooltip = message;
+    output.appendLine(message);
+    void vscode.window.showErrorMessage(message);
   }
 }
 
@@ -121,7 +124,9 @@ async function doctorReport(current: FilepuffSettings, folder: string | undefine
   try {
     return JSON.parse(await run(doctorLaunch(current, folder, true))) as DoctorEntry[];
   } catch (error) {
-    output.appendLine(`filepuff doctor --json failed, serving the default languages: ${String(error)}`);
+    const launch = doctorLaunch(current, folder, true);
+    const message = launchFailure("filepuff doctor --json", launch.command, error, { remoteName: vscode.env.remoteName });
+    output.appendLine(`${message} Serving the default languages.`);
     return undefined;
   }
 }
@@ -132,7 +137,7 @@ async function showDoctor(): Promise<void> {
   try {
     output.appendLine(await run(launch));
   } catch (error) {
-    output.appendLine(String(error));
+    output.appendLine(launchFailure("filepuff doctor", launch.command, error, { remoteName: vscode.env.remoteName }));
   }
   output.show(true);
 }
