@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -537,3 +538,58 @@ def poll_diagnostics(nvim: Neovim, done, what: str, timeout: float = 30) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"Neovim showed no {what} in {timeout} s: {diagnostics}")
         time.sleep(0.2)
+
+
+# ---- :checkhealth filepuff ----------------------------------------------------------------------
+
+
+def checkhealth(nvim: str, tmp_path: Path, binary: str, file: Path | None) -> str:
+    """`:checkhealth filepuff` in headless `nvim` (nvim_health.lua), with the plugin's cmd =
+    {binary}, after `file` (if any) is open and its filepuff lsp serves agents."""
+    out = tmp_path / "health.txt"
+    env = dict(os.environ, FILEPUFF_BIN=binary, FILEPUFF_PLUGIN=str(PLUGIN), FILEPUFF_TEST_OUT=str(out),
+               FILEPUFF_TEST_FILE=str(file or ""), XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    run = subprocess.run([nvim, "--headless", "--clean", "-c", f"luafile {E2E / 'nvim_health.lua'}"],
+                         cwd=file.parent if file else tmp_path, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"no report (exit {run.returncode}): {run.stdout[-2000:]} {run.stderr[-2000:]}"
+    return out.read_text()
+
+
+@pytest.mark.parametrize("version", ["0.11", "0.7.2"])
+def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_path, version):
+    """`:checkhealth filepuff` (lua/filepuff/health.lua) in Neovim 0.11 (vim.health) and Debian's
+    0.7.2 (require("health")): the binary and its `--version`; one OK line per server
+    `filepuff doctor --json` says serves, with its version; the socket the running filepuff lsp
+    serves agents on (its filepuff/status). A binary that is not there is an ERROR that says so."""
+    nvim = str(nvim_011() or "") if version == "0.11" else system_nvim()
+    if not nvim:
+        pytest.skip(f"not installed: Neovim {version} (scripts/setup-test-env)")
+    need("gopls")
+    root = copy_fixture(tmp_path / "ws")
+    binary = str(filepuff_binary().resolve())
+    report = checkhealth(nvim, tmp_path, binary, root / "main.go")
+
+    ok = "- ✅ OK " if version == "0.11" else "  - OK: "
+    version_line = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    assert f"{ok}{version_line} ({binary})" in report, report
+    doctor = json.loads(subprocess.run([binary, "--root", str(root), "doctor", "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
+    serving = [e for e in doctor if e["serves"] and not e["disabled"]]
+    assert any(e["name"] == "gopls" for e in serving), doctor
+    for entry in serving:
+        line = f"{ok}{entry['name']} {entry['version'] or '(version unknown)'}: serves {', '.join(entry['serves'])}"
+        assert line in report, f"{line!r} not in:\n{report}"
+    assert f"(filepuff doctor, root {root})" in report, report
+    socket = re.search(rf"{re.escape(ok)}root {re.escape(str(root))}: agents attach on (\S+) "
+                       rf"\(filepuff mcp --root {re.escape(str(root))}\)", report)
+    assert socket, report
+    assert socket.group(1).endswith(".sock"), socket.group(1)
+    assert "ERROR" not in report and "❌" not in report, report
+
+    (tmp_path / "missing").mkdir()
+    missing = checkhealth(nvim, tmp_path / "missing", str(tmp_path / "no-such-filepuff"), None)
+    assert "no-such-filepuff" in missing and "is not found" in missing, missing
+    assert ("ERROR" in missing) or ("❌" in missing), missing
+    assert "filepuff lsp is not running in this Neovim" in missing, missing
