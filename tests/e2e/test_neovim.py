@@ -593,3 +593,56 @@ def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_pa
     assert "no-such-filepuff" in missing and "is not found" in missing, missing
     assert ("ERROR" in missing) or ("❌" in missing), missing
     assert "filepuff lsp is not running in this Neovim" in missing, missing
+
+
+# ---- rename across files, completion (0.11) -----------------------------------------------------
+
+
+def test_rename_across_files_lands_in_neovims_buffers(harness, tmp_path):
+    """`vim.lsp.buf.rename` on greet.Hello after 😀 日本語 (gopls behind filepuff): every use in
+    main.go and the declaration and use in greet/greet.go change in Neovim's buffers (greet.go
+    loaded by Neovim, modified, unsaved), the disk stays as it was, and an agent reads main.go's
+    renamed buffer."""
+    root = copy_fixture(tmp_path / "ws")
+    main, greet = root / "main.go", root / "greet" / "greet.go"
+    disk = {main: main.read_text(), greet: greet.read_text()}
+    nvim = harness.neovim(cwd=root)
+    lines = nvim.step("edit", path=str(main))["text"].split("\n")
+    emoji_line = next(i for i, text in enumerate(lines) if text.startswith("\t/* 😀 日本語 */"))
+    # The server may still be loading the package: the definition is asked until it answers.
+    nvim.step("request", method="textDocument/definition", line=emoji_line + 1, needle="Hello", offset=1)
+    buffers = nvim.step("rename", line=emoji_line + 1, needle="Hello", new_name="Hola",
+                        wait_for=[str(main), str(greet)])
+    assert buffers[str(main)]["text"] == disk[main].replace("greet.Hello(", "greet.Hola(")
+    assert buffers[str(greet)] == {"text": disk[greet].replace("Hello", "Hola"), "modified": True}
+    assert disk[greet].count("Hello") == 3 and disk[main].count("Hello") == 2
+    assert {path: path.read_text() for path in disk} == disk, "the disk is Neovim's to save"
+    assert read_text(harness.agent(root), "main.go") == (buffers[str(main)]["text"], "")
+
+
+def test_completion_after_a_package_name(harness, tmp_path):
+    """textDocument/completion after `greet.` typed on a line with emoji before it: gopls's
+    items come back through filepuff with greet's exported functions, and each item's edit range
+    is in Neovim's units (the default: UTF-8), on that line, ending at the cursor."""
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    opened = nvim.step("edit", path=str(root / "main.go"))
+    encoding = opened["client"]["offset_encoding"]
+    lines = opened["text"].split("\n")
+    close = lines.index("}")
+    # Neovim's normal-mode cursor sits on a character: the `)` after the dot.
+    typed = "\t/* 🎉 */ fmt.Println(greet.)"
+    lines = nvim.step("set_lines", first=close, last=close, lines=[typed]).split("\n")
+    line = lines.index(typed)
+    asked = nvim.step("request", method="textDocument/completion", line=line + 1, needle="greet.", offset=6)
+    cursor = units(typed[: typed.index("greet.") + 6], encoding)
+    assert asked["position"] == {"line": line, "character": cursor}
+    result = asked["result"]
+    items = result["items"] if isinstance(result, dict) else result
+    by_label = {item["label"]: item for item in items}
+    assert {"Hello", "Shout"} <= set(by_label), sorted(by_label)[:40]
+    for label in ("Hello", "Shout"):
+        edit = by_label[label].get("textEdit")
+        if edit is not None:
+            target = edit.get("range") or edit["replace"]
+            assert target == {"start": {"line": line, "character": cursor}, "end": {"line": line, "character": cursor}}, edit
