@@ -159,7 +159,7 @@ end
 
 --- `vim.lsp.buf.rename(args.new_name)` with the cursor on the first `needle` of 1-based
 --- `line`, as a person renames; waits until every buffer holding `args.wait_for` (paths) has the
---- new name. Returns the text of each loaded buffer with a name, and whether it is modified.
+--- new name, and syncs the current buffer (see steps.sync). Returns the text of each loaded buffer with a name, and whether it is modified.
 function steps.rename(args)
   local text = vim.api.nvim_buf_get_lines(0, args.line - 1, args.line, false)[1]
   local byte = assert(text:find(args.needle, 1, true), args.needle .. " not on line " .. args.line)
@@ -178,6 +178,7 @@ function steps.rename(args)
   end, 50)
   assert(ok, "the rename did not reach " .. vim.inspect(args.wait_for))
   end_undo_block()
+  steps.sync() -- the current buffer's didChange is debounced: flushed, and in filepuff's Engine
   local buffers = {}
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     local name = vim.api.nvim_buf_get_name(bufnr)
