@@ -23,6 +23,12 @@
 //!   memory, the loop pauses [`ACCEPT_ERROR_PAUSE`] and goes on; a connection reset before it
 //!   was accepted is skipped.
 //! - **SIGTERM and SIGINT** end the server cleanly: the token file is removed.
+//!
+//! Ending a session (`DELETE` with its `Mcp-Session-Id`, MCP 2025-11-25 "Transports", Session
+//! Management) is answered `200 OK` with an empty body, as the TypeScript SDK's server answers
+//! and both SDKs' clients expect (the Python SDK logs anything but 200/204 as a failure; rmcp
+//! answers 202); an unknown or already ended session is `404 Not Found`, as the spec asks for
+//! every request naming a terminated session.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -127,13 +133,14 @@ pub async fn serve(
     if allow_remote && !addr.ip().is_loopback() {
         config = config.disable_allowed_hosts();
     }
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(
         move || Ok(McpServer::with_toolsets(engine.clone(), toolsets.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
     eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.0.display());
-    let service = Authorized { inner: mcp, token: Arc::from(token) };
+    let service = Authorized { inner: mcp, token: Arc::from(token), sessions };
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_limit()));
     let stop = crate::signals::stop_signal();
     tokio::pin!(stop);
@@ -178,11 +185,26 @@ pub async fn serve(
 
 type Response = http::Response<BoxBody<Bytes, Infallible>>;
 
-/// The MCP service behind a bearer-token check.
+/// The MCP service behind a bearer-token check, with `DELETE` answered as the SDKs expect.
 #[derive(Clone)]
 struct Authorized<S> {
     inner: S,
     token: Arc<str>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+/// The `Mcp-Session-Id` header (MCP 2025-11-25 "Transports").
+const SESSION_ID: &str = "mcp-session-id";
+
+/// A `404 Not Found` with the JSON-RPC error body the TypeScript SDK's server sends for an
+/// unknown session.
+fn session_not_found() -> Response {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32001, "message": "Session not found" }, "id": null });
+    let body = Full::new(Bytes::from(body.to_string())).map_err(|never| match never {}).boxed();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = http::StatusCode::NOT_FOUND;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
 }
 
 /// Compares without leaking, through timing, how much of `given` matched.
@@ -227,7 +249,25 @@ where
                 "missing or wrong bearer token (see the token file filepuff printed at start)",
             ))));
         }
-        Box::pin(self.inner.call(request))
+        if request.method() != http::Method::DELETE {
+            return Box::pin(self.inner.call(request));
+        }
+        // Ending a session: 404 for one that is not (or no longer) there, 200 for one ended.
+        let session = request.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+        let (mut inner, sessions) = (self.inner.clone(), self.sessions.clone());
+        Box::pin(async move {
+            use rmcp::transport::streamable_http_server::session::SessionManager;
+            if let Some(id) = &session
+                && !sessions.has_session(id).await.unwrap_or(false)
+            {
+                return Ok(session_not_found());
+            }
+            let mut response = inner.call(request).await?;
+            if response.status() == http::StatusCode::ACCEPTED {
+                *response.status_mut() = http::StatusCode::OK;
+            }
+            Ok(response)
+        })
     }
 }
 

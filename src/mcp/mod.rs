@@ -12,6 +12,7 @@ pub mod http;
 mod index;
 mod local;
 pub mod resources;
+pub mod schema;
 mod stdio;
 mod toolsets;
 
@@ -88,9 +89,9 @@ impl McpServer {
             + McpServer::local_tool_router()
             + McpServer::index_tool_router();
         for route in router.map.values_mut() {
-            route.attr.input_schema = Arc::new(without_custom_formats(&route.attr.input_schema));
+            route.attr.input_schema = Arc::new(schema::published(&route.attr.input_schema));
             if let Some(output) = &route.attr.output_schema {
-                route.attr.output_schema = Some(Arc::new(with_source(without_custom_formats(output))));
+                route.attr.output_schema = Some(Arc::new(with_source(schema::published(output))));
             }
         }
         router
@@ -526,36 +527,11 @@ fn mark_disk_source(result: &mut CallToolResult, note: &str) {
     }
 }
 
-/// The schema without the `format`s schemars gives Rust integer types (`uint`, `uint32`, `int64`,
-/// `double`, …): they are not JSON Schema formats, and validators warn about each one.
-fn without_custom_formats(schema: &JsonObject) -> JsonObject {
-    fn clean(value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::Object(map) => {
-                let custom = matches!(map.get("format"), Some(serde_json::Value::String(f))
-                    if matches!(f.as_str(), "uint" | "uint8" | "uint16" | "uint32" | "uint64" | "int" | "int8" | "int16" | "int32" | "int64" | "float" | "double"));
-                if custom {
-                    map.remove("format");
-                }
-                map.values_mut().for_each(clean);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(clean),
-            _ => {}
-        }
-    }
-    let mut value = serde_json::Value::Object(schema.clone());
-    clean(&mut value);
-    match value {
-        serde_json::Value::Object(map) => map,
-        _ => schema.clone(),
-    }
-}
-
 /// Turns top-level string arguments into the integer, number or boolean their schema asks for
 /// (`"10"` → 10, `"true"` → true). Some clients — the MCP Inspector's CLI among them — send every
 /// `key=value` as a string unless the property's type is exactly `"integer"`; filepuff's optional
-/// parameters are `["integer", "null"]`. Anything that does not parse is left for the
-/// deserializer to refuse with a clear 1008.
+/// parameters are nullable (`["integer", "null"]` here, `anyOf` as published: [`schema`]).
+/// Anything that does not parse is left for the deserializer to refuse with a clear 1008.
 fn coerce_scalars(arguments: &mut JsonObject, schema: &JsonObject) {
     let Some(serde_json::Value::Object(properties)) = schema.get("properties") else { return };
     for (name, value) in arguments.iter_mut() {
@@ -642,6 +618,17 @@ mod tests {
         }
         let expected = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(actual == expected, "the MCP tool list changed; review and run UPDATE_SNAPSHOTS=1 cargo test");
+        // Portable for single-`type` dialects (schema::PortableNullable): no type arrays anywhere.
+        let arrays: Vec<String> = tools
+            .iter()
+            .flat_map(|tool| {
+                let schemas = [Some(tool.input_schema.clone()), tool.output_schema.clone()];
+                schemas.into_iter().flatten().map(move |schema| (tool.name.clone(), schema))
+            })
+            .filter(|(_, schema)| serde_json::to_string(schema.as_ref()).unwrap().contains("\"type\":["))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert!(arrays.is_empty(), "type arrays in the schemas of {arrays:?}");
         let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,

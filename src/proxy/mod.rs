@@ -314,14 +314,48 @@ impl Shared {
         let _ = LspService::notify(&mut self.editor(), notification);
     }
 
-    /// Sends a request to the editor and returns its answer.
+    /// Sends a request to the editor and returns its answer. Within [`EDITOR_SETTLING`] of the
+    /// editor's `initialized`, a `MethodNotFound` answer means the editor may not have
+    /// registered its handler yet: the request is sent again (after 10 ms, doubling to 200 ms)
+    /// until it is answered otherwise or that time is over. An unhandled request was not acted
+    /// on, so sending it again is safe.
     fn request_editor(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, ResponseError>> {
+        let first = self.send_request_to_editor(method, params.clone());
+        let (me, method) = (self.me.clone(), method.to_owned());
+        Box::pin(async move {
+            let mut answer = first.await;
+            let mut pause = Duration::from_millis(10);
+            loop {
+                let refused = matches!(&answer, Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND);
+                let Some(shared) = me.upgrade().filter(|_| refused) else { return answer };
+                if !shared.editor_settling() {
+                    return answer;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+                answer = shared.send_request_to_editor(&method, params.clone()).await;
+            }
+        })
+    }
+
+    fn send_request_to_editor(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, ResponseError>> {
         use tower::Service;
         let request: AnyRequest = match serde_json::from_value(json!({ "id": 0, "method": method, "params": params })) {
             Ok(request) => request,
             Err(err) => return Box::pin(std::future::ready(Err(internal(err)))),
         };
         Box::pin(self.editor().call(request))
+    }
+
+    /// Whether the editor sent `initialized` (server requests are held until then).
+    fn editor_initialized(&self) -> bool {
+        self.editor_progress.borrow().0
+    }
+
+    /// Whether the editor's `initialized` came less than [`EDITOR_SETTLING`] ago.
+    fn editor_settling(&self) -> bool {
+        let at = self.upstream.lock().unwrap_or_else(|e| e.into_inner()).initialized_at;
+        at.is_some_and(|at| at.elapsed() < EDITOR_SETTLING)
     }
 
     /// Sends the [`STATUS`] notification (after `initialize` only).
@@ -446,7 +480,11 @@ impl LspService for Proxy {
         };
         if notification.method == "initialized" {
             // Servers that started after the `initialize` answer can be registered now.
-            self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).editor_initialized = true;
+            {
+                let mut upstream = self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                upstream.editor_initialized = true;
+                upstream.initialized_at = Some(Instant::now());
+            }
             late::reconcile(&self.shared, session);
             self.shared.editor_progress.send_modify(|progress| progress.0 = true);
         }
@@ -818,6 +856,10 @@ fn workspace_root_uri(params: &Value) -> Option<Url> {
     }
     params.get("rootPath").and_then(Value::as_str).and_then(|p| Url::from_directory_path(p).ok())
 }
+
+/// How long after the editor's `initialized` a `MethodNotFound` answer to a server's request is
+/// taken for a handler the editor has not registered yet (see [`Shared::request_editor`]).
+pub(crate) const EDITOR_SETTLING: Duration = Duration::from_secs(3);
 
 /// How long the editor must have sent no `didOpen` after `initialized` before agents are served.
 const DOCUMENTS_SETTLE: Duration = Duration::from_millis(250);

@@ -15,6 +15,11 @@
 //!   `workspace/configuration` (when filepuff has no settings for the server) and refresh
 //!   requests: forwarded, positions translated, the editor's answer returned to the server.
 //! - Everything else: forwarded untouched.
+//!
+//! Server requests are held until the editor has said `initialized` (not only until its
+//! `initialize` answer), and one the editor refuses with `MethodNotFound` shortly after is sent
+//! again: editors register their handlers around `initialized`, and a progress `create` refused
+//! then loses the server's progress for good.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
@@ -49,6 +54,10 @@ pub(crate) struct State {
     absorbed: HashSet<String>,
     /// Whether the editor sent `initialized` (registrations may be sent from then).
     pub(super) editor_initialized: bool,
+    /// When the editor's `initialized` arrived: within [`super::EDITOR_SETTLING`] of it, an
+    /// editor answering `MethodNotFound` may still be registering its handlers, and the request
+    /// is sent again ([`Shared::request_editor`](super::Shared)).
+    pub(super) initialized_at: Option<std::time::Instant>,
     /// The registrations filepuff made for late servers.
     pub(super) late: Vec<super::late::Registered>,
     /// Serial of the last of them (their ids are `filepuff/SERIAL/late/N`).
@@ -164,17 +173,24 @@ impl Upstream for EditorLink {
             return ready(Err(error(ErrorCode::REQUEST_FAILED, "the editor is gone")));
         };
         let Some(session) = shared.session.get() else { return ready(answer_locally(method, &params)) };
-        if session.is_ready() {
+        if session.is_ready() && shared.editor_initialized() {
             return to_ready_editor(&shared, session, from, method, params);
         }
-        // The editor must not get requests before its `initialize` answer: wait for it.
+        // The editor must not get requests before its `initialize` answer (LSP 3.17
+        // "initialize"), and gets none before it said `initialized`: editors register their
+        // handlers around then (vscode-languageclient after sending it), and a request that
+        // comes first is refused (`MethodNotFound`) — gopls's first
+        // `window/workDoneProgress/create` was, and its progress never showed. Held until then.
         let mut ready_rx = session.ready.subscribe();
+        let mut initialized_rx = shared.editor_progress.subscribe();
         let weak = self.0.clone();
         let (from, method) = (from.clone(), method.to_owned());
         Box::pin(async move {
-            let waited = tokio::time::timeout(std::time::Duration::from_secs(120), ready_rx.wait_for(|r| *r))
-                .await
-                .map(|r| r.is_ok());
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+                ready_rx.wait_for(|r| *r).await.is_ok()
+                    && initialized_rx.wait_for(|(initialized, _)| *initialized).await.is_ok()
+            })
+            .await;
             let Some(shared) = weak.upgrade() else { return answer_locally(&method, &params) };
             match (waited, shared.ready_session()) {
                 (Ok(true), Some(session)) => to_ready_editor(&shared, session, &from, &method, params).await,

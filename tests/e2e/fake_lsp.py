@@ -22,6 +22,9 @@ Configured by environment variables (set them in `[servers.NAME] env` of filepuf
                                            is not JSON, then go on as usual (answering the
                                            request when FAKE_LSP_ANSWER is set)
                               exit         exit at once (status 3)
+    FAKE_LSP_PROGRESS       "1": at `initialized`, ask the client `window/workDoneProgress/create`
+                            (token "fake-setup", as gopls does for "Setting up workspace"); when
+                            it is answered without an error, send $/progress begin, report, end
     FAKE_LSP_FAULT_ON       the trigger: "initialized" (the notification after initialize) or
                             "request" (the first textDocument/definition; the default)
 """
@@ -86,6 +89,17 @@ def misbehave(fault):
         os._exit(3)
 
 
+PROGRESS_CREATE_ID = "fake-progress-create"
+PROGRESS_TOKEN = "fake-setup"
+
+
+def send_progress():
+    for value in ({"kind": "begin", "title": "Setting up workspace", "message": "loading"},
+                  {"kind": "report", "message": "3/7 packages", "percentage": 42},
+                  {"kind": "end", "message": "done"}):
+        send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": PROGRESS_TOKEN, "value": value}})
+
+
 def main():
     log = open(os.environ["FAKE_LSP_LOG"], "a") if os.environ.get("FAKE_LSP_LOG") else None
     fault = os.environ.get("FAKE_LSP_FAULT")
@@ -112,6 +126,13 @@ def main():
                 "serverInfo": {"name": "fake", "version": "1"}}})
         elif method == "initialized" and fault and trigger == "initialized":
             misbehave(fault)
+        elif method == "initialized" and os.environ.get("FAKE_LSP_PROGRESS") == "1":
+            send({"jsonrpc": "2.0", "id": PROGRESS_CREATE_ID, "method": "window/workDoneProgress/create",
+                  "params": {"token": PROGRESS_TOKEN}})
+        elif method is None and message.get("id") == PROGRESS_CREATE_ID:
+            # Like gopls: a refused create means no progress for this work (the answer is logged).
+            if "error" not in message:
+                send_progress()
         elif method == "textDocument/definition":
             if fault and trigger == "request":
                 misbehave(fault)

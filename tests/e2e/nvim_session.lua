@@ -157,6 +157,38 @@ function steps.request(args)
   return { position = params.position, result = result or vim.NIL }
 end
 
+--- `vim.lsp.buf.rename(args.new_name)` with the cursor on the first `needle` of 1-based
+--- `line`, as a person renames; waits until every buffer holding `args.wait_for` (paths) has the
+--- new name, and syncs the current buffer (see steps.sync). Returns the text of each loaded buffer with a name, and whether it is modified.
+function steps.rename(args)
+  local text = vim.api.nvim_buf_get_lines(0, args.line - 1, args.line, false)[1]
+  local byte = assert(text:find(args.needle, 1, true), args.needle .. " not on line " .. args.line)
+  vim.api.nvim_win_set_cursor(0, { args.line, byte - 1 })
+  vim.lsp.buf.rename(args.new_name)
+  local function renamed(path)
+    local bufnr = vim.fn.bufnr(path)
+    if bufnr < 0 or not vim.api.nvim_buf_is_loaded(bufnr) then return false end
+    return buffer_text(bufnr):find(args.new_name, 1, true) ~= nil
+  end
+  local ok = vim.wait(30000, function()
+    for _, path in ipairs(args.wait_for) do
+      if not renamed(path) then return false end
+    end
+    return true
+  end, 50)
+  assert(ok, "the rename did not reach " .. vim.inspect(args.wait_for))
+  end_undo_block()
+  steps.sync() -- the current buffer's didChange is debounced: flushed, and in filepuff's Engine
+  local buffers = {}
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(bufnr)
+    if name ~= "" and vim.api.nvim_buf_is_loaded(bufnr) then
+      buffers[name] = { text = buffer_text(bufnr), modified = vim.bo[bufnr].modified }
+    end
+  end
+  return buffers
+end
+
 --- The buffer's diagnostics as Neovim shows them (0-based lines, byte columns).
 function steps.diagnostics()
   local found = {}

@@ -93,3 +93,48 @@ def test_non_loopback_needs_allow_remote(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert "not a loopback address" in proc.stderr and "--allow-remote" in proc.stderr
+
+
+def http_call(url: str, method: str, headers: dict[str, str], body: dict | None = None) -> tuple[int, dict, bytes]:
+    """(status, headers, body) of one plain HTTP request."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read()
+
+
+def test_delete_ends_a_session_as_the_sdks_expect(server, caplog):
+    """MCP 2025-11-25 "Transports", Session Management: `DELETE` with the session's id ends it —
+    200 OK with no body, as the TypeScript SDK's server answers (rmcp answered 202, which the
+    Python SDK logged as "Session termination failed: 202") — and every later request naming it
+    is 404 Not Found, a second DELETE included. The Python SDK's client ends its session with
+    no complaint."""
+    url, token_file, _ = server
+    auth = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+
+    status, headers, _ = http_call(url, "POST", auth, INITIALIZE)
+    assert status == 200
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    named = {**auth, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    assert http_call(url, "POST", named, {"jsonrpc": "2.0", "method": "notifications/initialized"})[0] == 202
+    assert http_call(url, "DELETE", named)[:3:2] == (200, b"")
+    assert http_call(url, "DELETE", named)[0] == 404
+    status, _, body = http_call(url, "POST", named, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert status == 404, body
+    assert http_call(url, "DELETE", {**auth, "Mcp-Session-Id": "no-such-session"})[0] == 404
+
+    async def run():
+        client = create_mcp_http_client(headers=auth)
+        async with streamable_http_client(url, http_client=client) as (read, write, *_):
+            async with ClientSession(read, write) as sdk_session:
+                await sdk_session.initialize()
+                assert not (await sdk_session.call_tool("ping", {})).is_error
+
+    with caplog.at_level("DEBUG", logger="mcp"):
+        asyncio.run(run())
+    complaints = [r.getMessage() for r in caplog.records if "termination" in r.getMessage().lower()]
+    assert complaints == [], complaints

@@ -318,3 +318,46 @@ def test_a_sigtermed_editor_server_removes_its_socket_and_presence(tmp_path, cle
     editor.proc.send_signal(signal.SIGTERM)
     assert editor.proc.wait(timeout=10) == 0
     assert not sock.exists() and not presence.exists()
+
+
+# ---- server requests at the editor's `initialized` ----------------------------------------------
+
+
+def test_progress_created_at_initialized_reaches_an_editor_that_registers_its_handler_late(tmp_path, cleanup):
+    """Issue 18: gopls asks `window/workDoneProgress/create` as soon as it is initialized; VS Code
+    (vscode-languageclient) registers its handler only after sending `initialized`, and answered
+    the forwarded request -32601, so the "Setting up workspace" progress never showed. The fake
+    server asks at `initialized` too; this editor refuses the method until 300 ms after its own
+    `initialized`. filepuff holds the request until the editor's `initialized` and asks again
+    while the editor settles: the server's create is answered, and begin, report and end reach
+    the editor under the token it was asked to create."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "main.go").write_text("package main\n\nfunc main() {}\n")
+    log = tmp_path / "fake.log"
+    (root / "filepuff.toml").write_text(
+        f"[servers.fake]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE))}]\n"
+        f'languages = ["go"]\nenv = {{ FAKE_LSP_PROGRESS = "1", FAKE_LSP_LOG = {json.dumps(str(log))} }}\n')
+    editor = LspClient([str(filepuff_binary()), "lsp"], root, env={"FILEPUFF_LOG": "info"},
+                       stderr=open(tmp_path / "lsp.log", "w"))
+    cleanup.append(editor)
+    create = editor.handlers.pop("window/workDoneProgress/create")
+    editor.initialize(root, capabilities=editor_capabilities(dynamic=True))
+    time.sleep(0.3)
+    editor.handlers["window/workDoneProgress/create"] = create  # the handler, registered late
+    editor.open(root / "main.go", "go")
+
+    def progress() -> list[dict]:
+        return [n["params"] for n in editor.notifications if n["method"] == "$/progress"]
+
+    editor.wait_for(lambda: any(p["value"]["kind"] == "end" for p in progress()), 20, "the server's progress")
+    creates = [r for r in editor.server_requests if r["method"] == "window/workDoneProgress/create"]
+    tokens = {r["params"]["token"] for r in creates}
+    assert len(tokens) == 1, creates
+    [token] = tokens
+    assert [(p["token"], p["value"]["kind"]) for p in progress()] == [
+        (token, "begin"), (token, "report"), (token, "end")]
+    assert [p["value"].get("percentage") for p in progress()] == [None, 42, None]
+    answers = [json.loads(line) for line in log.read_text().splitlines()
+               if json.loads(line).get("id") == "fake-progress-create" and "method" not in json.loads(line)]
+    assert [("error" in a, a.get("result")) for a in answers] == [(False, None)], answers

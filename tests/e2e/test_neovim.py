@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -657,3 +658,111 @@ def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision
         assert text == disk
         assert "declined" in json.dumps(structured) + str(result.content), result
         assert "the person declined the edit in Neovim" in json.dumps(structured) + str(result.content), result
+
+
+# ---- :checkhealth filepuff ----------------------------------------------------------------------
+
+
+def checkhealth(nvim: str, tmp_path: Path, binary: str, file: Path | None) -> str:
+    """`:checkhealth filepuff` in headless `nvim` (nvim_health.lua), with the plugin's cmd =
+    {binary}, after `file` (if any) is open and its filepuff lsp serves agents."""
+    out = tmp_path / "health.txt"
+    env = dict(os.environ, FILEPUFF_BIN=binary, FILEPUFF_PLUGIN=str(PLUGIN), FILEPUFF_TEST_OUT=str(out),
+               FILEPUFF_TEST_FILE=str(file or ""), XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    run = subprocess.run([nvim, "--headless", "--clean", "-c", f"luafile {E2E / 'nvim_health.lua'}"],
+                         cwd=file.parent if file else tmp_path, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"no report (exit {run.returncode}): {run.stdout[-2000:]} {run.stderr[-2000:]}"
+    return out.read_text()
+
+
+@pytest.mark.parametrize("version", ["0.11", "0.7.2"])
+def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_path, version):
+    """`:checkhealth filepuff` (lua/filepuff/health.lua) in Neovim 0.11 (vim.health) and Debian's
+    0.7.2 (require("health")): the binary and its `--version`; one OK line per server
+    `filepuff doctor --json` says serves, with its version; the socket the running filepuff lsp
+    serves agents on (its filepuff/status). A binary that is not there is an ERROR that says so."""
+    nvim = str(nvim_011() or "") if version == "0.11" else system_nvim()
+    if not nvim:
+        pytest.skip(f"not installed: Neovim {version} (scripts/setup-test-env)")
+    need("gopls")
+    root = copy_fixture(tmp_path / "ws")
+    binary = str(filepuff_binary().resolve())
+    report = checkhealth(nvim, tmp_path, binary, root / "main.go")
+
+    ok = "- ✅ OK " if version == "0.11" else "  - OK: "
+    version_line = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    assert f"{ok}{version_line} ({binary})" in report, report
+    doctor = json.loads(subprocess.run([binary, "--root", str(root), "doctor", "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
+    serving = [e for e in doctor if e["serves"] and not e["disabled"]]
+    assert any(e["name"] == "gopls" for e in serving), doctor
+    for entry in serving:
+        line = f"{ok}{entry['name']} {entry['version'] or '(version unknown)'}: serves {', '.join(entry['serves'])}"
+        assert line in report, f"{line!r} not in:\n{report}"
+    assert f"(filepuff doctor, root {root})" in report, report
+    socket = re.search(rf"{re.escape(ok)}root {re.escape(str(root))}: agents attach on (\S+) "
+                       rf"\(filepuff mcp --root {re.escape(str(root))}\)", report)
+    assert socket, report
+    assert socket.group(1).endswith(".sock"), socket.group(1)
+    assert "ERROR" not in report and "❌" not in report, report
+
+    (tmp_path / "missing").mkdir()
+    missing = checkhealth(nvim, tmp_path / "missing", str(tmp_path / "no-such-filepuff"), None)
+    assert "no-such-filepuff" in missing and "is not found" in missing, missing
+    assert ("ERROR" in missing) or ("❌" in missing), missing
+    assert "filepuff lsp is not running in this Neovim" in missing, missing
+
+
+# ---- rename across files, completion (0.11) -----------------------------------------------------
+
+
+def test_rename_across_files_lands_in_neovims_buffers(harness, tmp_path):
+    """`vim.lsp.buf.rename` on greet.Hello after 😀 日本語 (gopls behind filepuff): every use in
+    main.go and the declaration and use in greet/greet.go change in Neovim's buffers (greet.go
+    loaded by Neovim, modified, unsaved), the disk stays as it was, and an agent reads main.go's
+    renamed buffer."""
+    root = copy_fixture(tmp_path / "ws")
+    main, greet = root / "main.go", root / "greet" / "greet.go"
+    disk = {main: main.read_text(), greet: greet.read_text()}
+    nvim = harness.neovim(cwd=root)
+    lines = nvim.step("edit", path=str(main))["text"].split("\n")
+    emoji_line = next(i for i, text in enumerate(lines) if text.startswith("\t/* 😀 日本語 */"))
+    # The server may still be loading the package: the definition is asked until it answers.
+    nvim.step("request", method="textDocument/definition", line=emoji_line + 1, needle="Hello", offset=1)
+    buffers = nvim.step("rename", line=emoji_line + 1, needle="Hello", new_name="Hola",
+                        wait_for=[str(main), str(greet)])
+    assert buffers[str(main)]["text"] == disk[main].replace("greet.Hello(", "greet.Hola(")
+    assert buffers[str(greet)] == {"text": disk[greet].replace("Hello", "Hola"), "modified": True}
+    assert disk[greet].count("Hello") == 3 and disk[main].count("Hello") == 2
+    assert {path: path.read_text() for path in disk} == disk, "the disk is Neovim's to save"
+    assert read_text(harness.agent(root), "main.go") == (buffers[str(main)]["text"], "")
+
+
+def test_completion_after_a_package_name(harness, tmp_path):
+    """textDocument/completion after `greet.` typed on a line with emoji before it: gopls's
+    items come back through filepuff with greet's exported functions, and each item's edit range
+    is in Neovim's units (the default: UTF-8), on that line, ending at the cursor."""
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    opened = nvim.step("edit", path=str(root / "main.go"))
+    encoding = opened["client"]["offset_encoding"]
+    lines = opened["text"].split("\n")
+    close = lines.index("}")
+    # Neovim's normal-mode cursor sits on a character: the `)` after the dot.
+    typed = "\t/* 🎉 */ fmt.Println(greet.)"
+    lines = nvim.step("set_lines", first=close, last=close, lines=[typed]).split("\n")
+    line = lines.index(typed)
+    asked = nvim.step("request", method="textDocument/completion", line=line + 1, needle="greet.", offset=6)
+    cursor = units(typed[: typed.index("greet.") + 6], encoding)
+    assert asked["position"] == {"line": line, "character": cursor}
+    result = asked["result"]
+    items = result["items"] if isinstance(result, dict) else result
+    by_label = {item["label"]: item for item in items}
+    assert {"Hello", "Shout"} <= set(by_label), sorted(by_label)[:40]
+    for label in ("Hello", "Shout"):
+        edit = by_label[label].get("textEdit")
+        if edit is not None:
+            target = edit.get("range") or edit["replace"]
+            assert target == {"start": {"line": line, "character": cursor}, "end": {"line": line, "character": cursor}}, edit

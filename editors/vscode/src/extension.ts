@@ -15,6 +15,7 @@ import {
   documentSelectorLanguages,
   doctorLaunch,
   initializationOptions,
+  launchFailure,
   lspLaunch,
   mcpDefinition,
   readSettings,
@@ -105,9 +106,11 @@ async function startClient(): Promise<void> {
     focus?.reset();
     focus?.flush();
   } catch (error) {
+    const message = launchFailure("starting filepuff lsp", launch.command, error, { remoteName: vscode.env.remoteName });
     statusItem.text = "$(error) filepuff";
-    statusItem.tooltip = `filepuff lsp failed to start: ${String(error)}`;
-    output.appendLine(`filepuff lsp failed to start: ${String(error)}`);
+    statusItem.tooltip = message;
+    output.appendLine(message);
+    void vscode.window.showErrorMessage(message);
   }
 }
 
@@ -155,7 +158,9 @@ async function doctorReport(current: FilepuffSettings, folder: string | undefine
   try {
     return JSON.parse(await run(doctorLaunch(current, folder, true))) as DoctorEntry[];
   } catch (error) {
-    output.appendLine(`filepuff doctor --json failed, serving the default languages: ${String(error)}`);
+    const launch = doctorLaunch(current, folder, true);
+    const message = launchFailure("filepuff doctor --json", launch.command, error, { remoteName: vscode.env.remoteName });
+    output.appendLine(`${message} Serving the default languages.`);
     return undefined;
   }
 }
@@ -166,7 +171,7 @@ async function showDoctor(): Promise<void> {
   try {
     output.appendLine(await run(launch));
   } catch (error) {
-    output.appendLine(String(error));
+    output.appendLine(launchFailure("filepuff doctor", launch.command, error, { remoteName: vscode.env.remoteName }));
   }
   output.show(true);
 }

@@ -207,3 +207,28 @@ function stringRecord(value: unknown): Record<string, string> | undefined {
   if (object === undefined) return undefined;
   return Object.values(object).every((item) => typeof item === "string") ? (object as Record<string, string>) : undefined;
 }
+
+/** Where filepuff runs: the window's remote (VS Code's `env.remoteName`, e.g. "ssh-remote",
+ * "wsl", "dev-container"), undefined for a local window. */
+export interface LaunchPlace {
+  remoteName: string | undefined;
+}
+
+/**
+ * What to tell the person when running `command` failed: for a program that was not found
+ * (`spawn … ENOENT`), where `filepuff.path` must be set. In a remote window that is the Remote
+ * settings: the setting is machine-overridable, and VS Code ignores machine settings from User
+ * settings in a remote window (they name programs on another machine), so a path set there has
+ * no effect and PATH on the remote is searched instead.
+ */
+export function launchFailure(what: string, command: string, error: unknown, place: LaunchPlace): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const text = error instanceof Error ? error.message : String(error);
+  if (code !== "ENOENT" && !/\bENOENT\b/.test(text)) return `${what} failed: ${text}`;
+  const where =
+    place.remoteName !== undefined
+      ? `in the Remote settings of this ${place.remoteName} window ("Preferences: Open Remote Settings"): ` +
+        "VS Code ignores filepuff.path from User settings in a remote window, since it names a program on the remote machine"
+      : "in your User or Workspace settings, or put filepuff on PATH";
+  return `${what} failed: "${command}" was not found (spawn ENOENT). Set filepuff.path to the full path of the filepuff binary ${where}.`;
+}

@@ -49,8 +49,9 @@ pub struct ResearchFields {
     /// Accepted and ignored.
     #[serde(default)]
     pub reasoning: Option<String>,
-    /// Accepted and ignored (a client's query id).
+    /// A client's query id, a string or a number: answered back as the result's `id`.
     #[serde(default)]
+    #[schemars(schema_with = "query_id_schema")]
     pub id: Option<Value>,
 }
 
@@ -70,6 +71,12 @@ impl<Q> Batch<Q> {
     pub fn single(query: Q) -> Batch<Q> {
         Batch { queries: vec![Ok(query)], ids: vec!["q1".to_owned()], batched: false }
     }
+}
+
+/// The schema of a query's `id`: a string, a number or null — declared, so that strict clients
+/// (the MCP Inspector's `--strict`) do not see a schema that constrains nothing.
+fn query_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "anyOf": [{ "type": "string" }, { "type": "number" }, { "type": "null" }] })
 }
 
 /// A query object's `id` as text, else `q<position>`.

@@ -51,10 +51,9 @@ function M.lsp_cmd()
   return cmd
 end
 
---- The workspace root of a buffer: the nearest ancestor holding a root marker, else the cwd.
-function M.root_dir(bufnr)
-  local name = vim.api.nvim_buf_get_name(bufnr or 0)
-  local dir = name ~= "" and vim.fn.fnamemodify(name, ":p:h") or vim.fn.getcwd()
+--- The workspace root for a directory: its nearest ancestor (itself included) holding a root
+--- marker, else the cwd.
+function M.root_for(dir)
   while true do
     for _, marker in ipairs(M.config.root_markers) do
       if vim.loop.fs_stat(dir .. "/" .. marker) then return dir end
@@ -76,6 +75,12 @@ end
 --- The handlers the plugin sets on its client.
 function M.handlers()
   return { ["workspace/applyEdit"] = require("filepuff.confirm").handler }
+end
+
+--- The workspace root of a buffer: the nearest ancestor holding a root marker, else the cwd.
+function M.root_dir(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr or 0)
+  return M.root_for(name ~= "" and vim.fn.fnamemodify(name, ":p:h") or vim.fn.getcwd())
 end
 
 --- The client configuration for a root (what vim.lsp.start / start_client take).

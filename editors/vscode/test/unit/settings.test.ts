@@ -5,6 +5,7 @@ import {
   documentSelectorLanguages,
   doctorLaunch,
   initializationOptions,
+  launchFailure,
   lspLaunch,
   mcpDefinition,
   readSettings,
@@ -110,5 +111,34 @@ describe("mcpDefinition", () => {
       cwd: "/w/proj",
       env: { PATH: "/tools" },
     });
+  });
+});
+
+describe("launchFailure", () => {
+  const enoent = Object.assign(new Error("spawn filepuff ENOENT"), { code: "ENOENT", syscall: "spawn filepuff" });
+
+  it("says that in a remote window filepuff.path goes in the Remote settings", () => {
+    const message = launchFailure("starting filepuff lsp", "filepuff", enoent, { remoteName: "ssh-remote" });
+    expect(message).toBe(
+      'starting filepuff lsp failed: "filepuff" was not found (spawn ENOENT). Set filepuff.path to the full path of the ' +
+        'filepuff binary in the Remote settings of this ssh-remote window ("Preferences: Open Remote Settings"): VS Code ' +
+        "ignores filepuff.path from User settings in a remote window, since it names a program on the remote machine.",
+    );
+  });
+
+  it("points a local window at User or Workspace settings or PATH", () => {
+    const message = launchFailure("starting filepuff lsp", "/opt/fp", enoent, { remoteName: undefined });
+    expect(message).toContain('"/opt/fp" was not found (spawn ENOENT)');
+    expect(message).toContain("in your User or Workspace settings, or put filepuff on PATH.");
+    expect(message).not.toContain("Remote");
+  });
+
+  it("recognises ENOENT in an execFile error's text (doctor) and passes other errors through", () => {
+    const doctor = new Error("spawn filepuff ENOENT\n");
+    expect(launchFailure("filepuff doctor", "filepuff", doctor, { remoteName: "wsl" })).toContain("Remote settings of this wsl window");
+    expect(launchFailure("filepuff doctor", "filepuff", new Error("exit 2: bad config"), { remoteName: "wsl" })).toBe(
+      "filepuff doctor failed: exit 2: bad config",
+    );
+    expect(launchFailure("x", "filepuff", "EACCES", { remoteName: undefined })).toBe("x failed: EACCES");
   });
 });
