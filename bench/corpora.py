@@ -35,6 +35,12 @@ def writable_copy(source: Path, target: Path) -> Path:
     return target
 
 
+def go_mod_download(root: Path) -> None:
+    """Fetches the module at `root`'s dependencies into the module cache (from the Go module
+    proxy, once; later runs find them cached), so gopls can then load it with [`GO_ENV`]."""
+    subprocess.run(["go", "mod", "download"], cwd=root, check=True, env={**os.environ, "GOTOOLCHAIN": "local"})
+
+
 def go_packages(root: Path) -> int:
     """Directories holding .go files under `root` (outside testdata)."""
     return len({p.parent for p in root.rglob("*.go") if "testdata" not in p.parts})

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from corpora import GO_ENV, go_packages, gopls_tools_module, writable_copy
+from corpora import GO_ENV, go_mod_download, go_packages, gopls_tools_module, writable_copy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
@@ -217,6 +217,7 @@ def main():
         tools = gopls_tools_module()
         if tools and (not only or "gopls" in only):
             root = writable_copy(tools, tmp / "xtools")
+            go_mod_download(root)
             packages = go_packages(root)
             complete &= compare(f"gopls on golang.org/x/tools ({packages} packages)", [which("gopls")], root, "go", {
                 "definition": ("go/types/objectpath/main.go", "packages.Load(", "Load"),

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from corpora import GO_ENV, go_packages, gopls_tools_module, writable_copy
+from corpora import GO_ENV, go_mod_download, go_packages, gopls_tools_module, writable_copy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
@@ -105,6 +105,8 @@ def overhead(name, command, source, file, language, positions, env=None):
     """`positions` are LSP positions (0-based, UTF-16) or (needle, token) pairs located in `file`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = writable_copy(source, Path(tmp) / "ws")
+        if env == GO_ENV:
+            go_mod_download(root)
         lines = (root / file).read_text().splitlines()
 
         def lsp_position(spec):

@@ -162,6 +162,7 @@ CALLS = [
     ("edit_apply", {"file": "notes.py", "operation": "replace", "selector_text": "2 * x", "new_content": "x + x"}),
     ("rename_symbol", {"file": "greet/greet.go", "line": 7, "symbol": "Shout", "new_name": "Yell", "apply": True}),
     ("show_in_editor", {"file": "main.go", "line": 10}),
+    ("editor_state", {}),
     ("localViewStructure", {"path": ".", "depth": 2}),
     ("localSearchCode", {"path": ".", "pattern": "Hello"}),
     ("localGetFileContent", {"path": "greet/greet.go", "matchString": "Shout"}),
