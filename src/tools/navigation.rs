@@ -172,7 +172,11 @@ fn page_outline(symbols: Vec<SymbolEntry>, limits: Limits) -> (Vec<SymbolEntry>,
     flatten(symbols, None, &mut flat);
     let names: Vec<String> = flat.iter().map(|f| f.entry.name.clone()).collect();
     let first = limits.offset;
-    let (kept, page) = page::page(flat, limits, "symbols", |_| 0);
+    // Besides its own JSON, a symbol may cost a `children` list (when its children are on the
+    // page) or its parent's name as `container` (when they are not).
+    let (kept, page) = page::page(flat, limits, "symbols", |f: &FlatSymbol| {
+        16 + f.parent.and_then(|p| names.get(p)).map_or(0, |name| name.len() + 16)
+    });
     // Nest again: a kept symbol goes under its parent when the parent is on this page.
     let mut slots: Vec<Option<SymbolEntry>> = Vec::with_capacity(kept.len());
     let mut parents: Vec<Option<usize>> = Vec::with_capacity(kept.len());
