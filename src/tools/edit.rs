@@ -168,8 +168,10 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     // Diagnostics before the edit, asked on the text as it is now, before the file's lock is
     // taken (a cold server's start is not spent holding it); the gate keeps this process's other
     // edits of the file out until the "after" answer.
-    let diagnosed = language.filter(|&l| apply && edit_diagnostics::wanted(engine, Some(l), params.diagnostics));
-    let _gate = diagnosed.map(|_| edit_diagnostics::gates([&id]));
+    let wanted = language.filter(|&l| apply && edit_diagnostics::wanted(engine, Some(l), params.diagnostics));
+    let gate = wanted.and_then(|_| edit_diagnostics::gates([&id]));
+    let skipped = wanted.is_some() && gate.is_none();
+    let diagnosed = wanted.filter(|_| gate.is_some());
     let started = std::time::Instant::now();
     let watched = diagnosed.map(|language| edit_diagnostics::File { id: id.clone(), shown: shown.clone(), language });
     let limits = workspace.config().limits.max_file_bytes;
@@ -226,6 +228,9 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
             output.buffer_version = landing.version();
             if let Some(tree) = planned.new_tree {
                 engine.syntax().insert(id.path(), tree);
+            }
+            if skipped {
+                output.diagnostics = Some(edit_diagnostics::skipped());
             }
             if let (Some(file), Some((_, before))) = (&watched, before) {
                 // An open document holds what the editor applied; a file on disk the new text.

@@ -7,8 +7,9 @@
 //! On by default for a file whose language has an installed server (`diagnostics: false` opts
 //! out). Edits of one file in this process hold a gate from before the "before" question until
 //! the "after" answer, so each pair is about the texts of one edit: without it, two concurrent
-//! edits of one file would sync their texts in between each other's questions. Lock order: the
-//! gate, then the file's lock (`Engine::edit_base`).
+//! edits of one file would sync their texts in between each other's questions. An edit that finds
+//! the gate held does not wait: its report says `skipped`. The gate is taken before the file's
+//! lock (`Engine::edit_base`) and never waited for, so no lock order can deadlock.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -35,7 +36,9 @@ pub struct EditDiagnostics {
     /// `complete`: the server reported on both texts (before and after) within the wait;
     /// `timed_out`: it was not ready, or did not report on a text, within `[lsp]
     /// edit_diagnostics_timeout_ms` (the lists are what it had, possibly older); `unavailable`:
-    /// it could not be asked (`error` says why; the edit itself was applied).
+    /// it could not be asked (`error` says why; the edit itself was applied); `skipped`: another
+    /// edit of the file was being diagnosed in this session at the same time (concurrent edits
+    /// of one file do not wait for each other's diagnostics).
     pub status: String,
     /// New with this edit, in file and position order (1-based lines, character columns).
     pub introduced: Vec<DiagnosticInfo>,
@@ -70,9 +73,10 @@ pub(crate) fn wanted(engine: &Engine, language: Option<Language>, requested: Opt
 /// wait for each other.
 static GATES: [Mutex<()>; 32] = [const { Mutex::new(()) }; 32];
 
-/// The gates of `ids`, taken in one order (so two renames never wait for each other in a
-/// circle).
-pub(crate) fn gates<'a>(ids: impl IntoIterator<Item = &'a DocumentId>) -> Vec<MutexGuard<'static, ()>> {
+/// The gates of `ids`, or `None` when one is held: another edit of one of the files is being
+/// diagnosed in this process. Such an edit does not wait for it (a burst of concurrent edits of
+/// one file would otherwise run one server round trip after another); it reports `skipped`.
+pub(crate) fn gates<'a>(ids: impl IntoIterator<Item = &'a DocumentId>) -> Option<Vec<MutexGuard<'static, ()>>> {
     let mut slots: Vec<usize> = ids
         .into_iter()
         .map(|id| {
@@ -84,7 +88,35 @@ pub(crate) fn gates<'a>(ids: impl IntoIterator<Item = &'a DocumentId>) -> Vec<Mu
         .collect();
     slots.sort_unstable();
     slots.dedup();
-    slots.into_iter().map(|slot| GATES[slot].lock().unwrap_or_else(|e| e.into_inner())).collect()
+    let mut held = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match GATES[slot].try_lock() {
+            Ok(guard) => held.push(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => held.push(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+    Some(held)
+}
+
+/// The report of an edit whose diagnostics were not asked because another edit of the file was
+/// being diagnosed (see [`gates`]).
+pub(crate) fn skipped() -> EditDiagnostics {
+    EditDiagnostics {
+        status: "skipped".to_owned(),
+        introduced: Vec::new(),
+        pre_existing: Vec::new(),
+        resolved: 0,
+        total_introduced: 0,
+        total_pre_existing: 0,
+        current: false,
+        server: String::new(),
+        files_checked: 0,
+        waited_ms: 0,
+        error: Some(
+            "another edit of this file was being diagnosed in this session; call diagnostics for the file".to_owned(),
+        ),
+    }
 }
 
 /// One file's diagnostics for one text, or why there are none.
@@ -270,9 +302,10 @@ mod tests {
     fn gates_are_taken_once_each_in_one_order() {
         let a = DocumentId::from_canonical(std::path::Path::new("/w/a.go"));
         let b = DocumentId::from_canonical(std::path::Path::new("/w/b.go"));
-        let held = gates([&a, &b, &a]);
+        let held = gates([&a, &b, &a]).unwrap();
         assert!((1..=2).contains(&held.len()));
+        assert!(gates([&b]).is_none(), "held: a concurrent edit skips");
         drop(held);
-        assert_eq!(gates([&b]).len(), 1);
+        assert_eq!(gates([&b]).unwrap().len(), 1);
     }
 }

@@ -154,7 +154,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     if params.apply && !planned.is_empty() {
         // Diagnostics of the texts the rename was computed on, then (below) of the renamed ones.
         let language = target.language();
-        let watched: Vec<edit_diagnostics::File> =
+        let mut watched: Vec<edit_diagnostics::File> =
             if edit_diagnostics::wanted(engine, Some(language), params.diagnostics) {
                 planned
                     .iter()
@@ -168,7 +168,11 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             } else {
                 Vec::new()
             };
-        let _gates = edit_diagnostics::gates(watched.iter().map(|file| &file.id));
+        let gates = edit_diagnostics::gates(watched.iter().map(|file| &file.id));
+        let skipped = !watched.is_empty() && gates.is_none();
+        if skipped {
+            watched.clear();
+        }
         let started = std::time::Instant::now();
         let before: Vec<edit_diagnostics::Snapshot> = watched
             .iter()
@@ -195,6 +199,9 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                 confirmation = params.confirm.then(|| "accepted".to_owned());
                 for (file, landing) in files.iter_mut().zip(landings) {
                     file.written_to = Some(landing.name().to_owned());
+                }
+                if skipped {
+                    diagnostics = Some(edit_diagnostics::skipped());
                 }
                 if !watched.is_empty() {
                     let pairs = watched
