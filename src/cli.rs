@@ -65,6 +65,8 @@ pub enum Command {
         /// Print the tool's JSON result instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// Callers (or with --outgoing, callees) of the function at FILE:LINE[:COLUMN] (call_hierarchy).
     Calls {
@@ -73,6 +75,8 @@ pub enum Command {
         /// What it calls instead of who calls it.
         #[arg(long)]
         outgoing: bool,
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// The language server's diagnostics for a file (diagnostics).
     Diag {
@@ -81,6 +85,8 @@ pub enum Command {
         /// Print the tool's JSON result instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// Which language servers are installed, their versions, and what each serves.
     Doctor {
@@ -122,6 +128,28 @@ pub struct RefsArgs {
     /// Leave the declaration out.
     #[arg(long)]
     pub no_declaration: bool,
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+/// Paging of a list-returning LSP command (the tools' `offset`, `max_results`, `max_chars`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PageArgs {
+    /// Items to skip first (a previous page's next_offset).
+    #[arg(long)]
+    pub offset: Option<usize>,
+    /// Most items to print.
+    #[arg(long)]
+    pub max_results: Option<usize>,
+    /// Most characters of JSON (default `[limits] max_output_chars`).
+    #[arg(long)]
+    pub max_chars: Option<usize>,
+}
+
+impl PageArgs {
+    fn params(&self) -> tools::PageParams {
+        tools::PageParams { offset: self.offset, max_results: self.max_results, max_chars: self.max_chars }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -231,9 +259,13 @@ pub struct EditArgs {
     /// Show the diff without writing (edit_preview).
     #[arg(long)]
     pub dry_run: bool,
-    /// Report the language server's diagnostics introduced by the edit.
-    #[arg(long)]
+    /// Report the language server's diagnostics introduced by the edit (the default when the
+    /// file's language has an installed server).
+    #[arg(long, conflicts_with = "no_diagnostics")]
     pub diagnostics: bool,
+    /// Do not ask the language server for diagnostics.
+    #[arg(long)]
+    pub no_diagnostics: bool,
     /// Print the tool's JSON result instead of text.
     #[arg(long)]
     pub json: bool,
@@ -438,27 +470,32 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Rename(args) => match position_params(&args.position) {
             Ok(position) => {
-                let params =
-                    tools::RenameSymbolParams { position, new_name: args.new_name, apply: args.apply, confirm: false };
+                let params = tools::RenameSymbolParams {
+                    position,
+                    new_name: args.new_name,
+                    apply: args.apply,
+                    confirm: false,
+                    diagnostics: None,
+                };
                 finish(tools::rename_symbol(&engine, params), args.position.json, tools::render::rename_symbol)
             }
             Err(err) => report_error(&err, args.position.json),
         },
-        Command::Symbols { file, json } => finish(
-            tools::document_symbols(&engine, tools::DocumentSymbolsParams { file }),
+        Command::Symbols { file, json, page } => finish(
+            tools::document_symbols(&engine, tools::DocumentSymbolsParams { file, page: page.params() }),
             json,
             tools::render::document_symbols,
         ),
-        Command::Calls { position, outgoing } => match position_params(&position) {
+        Command::Calls { position, outgoing, page } => match position_params(&position) {
             Ok(params) => {
                 let direction = Some(if outgoing { "outgoing" } else { "incoming" }.to_owned());
-                let params = tools::CallHierarchyParams { position: params, direction };
+                let params = tools::CallHierarchyParams { position: params, direction, page: page.params() };
                 finish(tools::call_hierarchy(&engine, params), position.json, tools::render::call_hierarchy)
             }
             Err(err) => report_error(&err, position.json),
         },
-        Command::Diag { file, json } => finish(
-            tools::diagnostics(&engine, tools::DiagnosticsParams { file: Some(file) }),
+        Command::Diag { file, json, page } => finish(
+            tools::diagnostics(&engine, tools::DiagnosticsParams { file: Some(file), page: page.params() }),
             json,
             tools::render::diagnostics,
         ),
@@ -472,7 +509,11 @@ pub fn run(cli: Cli) -> ExitCode {
         },
         Command::Refs(args) => match position_params(&args.position) {
             Ok(position) => {
-                let params = ReferencesParams { position, include_declaration: Some(!args.no_declaration) };
+                let params = ReferencesParams {
+                    position,
+                    include_declaration: Some(!args.no_declaration),
+                    page: args.page.params(),
+                };
                 finish(tools::find_references(&engine, params), args.position.json, tools::render::find_references)
             }
             Err(err) => report_error(&err, args.position.json),
@@ -572,7 +613,11 @@ fn run_edit(engine: &Engine, args: EditArgs) -> ExitCode {
         expected_hash: args.expected_hash,
         // The CLI runs an Engine of its own, without an editor to ask.
         confirm: None,
-        diagnostics: args.diagnostics.then_some(true),
+        diagnostics: match (args.diagnostics, args.no_diagnostics) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
     };
     let result = if args.dry_run { tools::edit_preview(engine, params) } else { tools::edit_apply(engine, params) };
     match result {

@@ -141,7 +141,26 @@ impl Backends {
         F: Fn(Arc<LspClient>) -> Fut,
         Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
     {
-        let ready_limit = Duration::from_millis(self.config.ready_timeout_ms);
+        self.ask_within(question, Duration::from_millis(self.config.ready_timeout_ms), make)
+    }
+
+    /// [`Backends::ask`] with the wait for readiness bounded by `ready_limit` instead of
+    /// `[lsp] ready_timeout_ms` (the diagnostics after an edit wait `[lsp]
+    /// edit_diagnostics_timeout_ms`). Starting the server (spawn and `initialize`) is not part of
+    /// that wait; it is bounded by `[lsp] request_timeout_ms`.
+    ///
+    /// Errors: as [`Backends::ask`].
+    pub fn ask_within<T, F, Fut>(
+        &self,
+        question: Question<'_>,
+        ready_limit: Duration,
+        make: F,
+    ) -> Result<Answered<T>, BackendError>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<LspClient>) -> Fut,
+        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+    {
         let mut restarted = false;
         let mut last_error = None;
         for attempt in 0..2 {

@@ -90,6 +90,10 @@ struct Shared {
     file_status: HashMap<String, String>,
     /// Latest `publishDiagnostics` per document, with the version it was published for.
     diagnostics: HashMap<Url, (Option<i32>, Vec<Diagnostic>, Instant)>,
+    /// The server has published diagnostics with a document version: it versions its lists,
+    /// and an unversioned list from it (basedpyright sends one after
+    /// `didChangeWatchedFiles`) is not known to be for the synced text.
+    publishes_versions: bool,
     /// `workspace/configuration` answers by section.
     settings: Value,
     folders: Vec<WorkspaceFolder>,
@@ -790,6 +794,7 @@ impl LspClient {
             |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
         match synced.get_mut(uri) {
             None => {
+                tracing::debug!(%uri, "didOpen");
                 let mut server = self.server.clone();
                 server
                     .did_open(DidOpenTextDocumentParams {
@@ -815,6 +820,7 @@ impl LspClient {
             Some(doc) if doc.text != *text => {
                 let change = incremental_change(&doc.text, text, self.encoding);
                 doc.version += 1;
+                tracing::debug!(%uri, version = doc.version, "didChange");
                 let mut server = self.server.clone();
                 server
                     .did_change(DidChangeTextDocumentParams {
@@ -880,14 +886,21 @@ impl LspClient {
         };
         let deadline = Instant::now() + limit;
         loop {
-            if let Some((published, diagnostics, at)) = lock(&self.shared).diagnostics.get(uri) {
-                let current = match published {
-                    Some(published) => *published == version,
-                    None => *at >= sent && at.elapsed() >= Duration::from_millis(300),
-                };
-                if current {
-                    return Ok((diagnostics.clone(), true));
-                }
+            let found = {
+                let shared = lock(&self.shared);
+                shared.diagnostics.get(uri).and_then(|(published, diagnostics, at)| {
+                    // Published after this version was sent: a document closed and opened again
+                    // starts at version 1 again, and the old version 1's list is not for this text.
+                    let current = match published {
+                        Some(published) => *published == version && *at >= sent,
+                        None => !shared.publishes_versions && *at >= sent && at.elapsed() >= Duration::from_millis(300),
+                    };
+                    current.then(|| diagnostics.clone())
+                })
+            };
+            if let Some(diagnostics) = found {
+                tracing::debug!(%uri, version, count = diagnostics.len(), "diagnostics for the synced version");
+                return Ok((diagnostics, true));
             }
             if Instant::now() >= deadline {
                 let latest = lock(&self.shared).diagnostics.get(uri).map(|(_, d, _)| d.clone()).unwrap_or_default();
@@ -910,10 +923,30 @@ impl LspClient {
         let mut server = self.server.clone();
         let crashed =
             |err: async_lsp::Error| BackendError::Crashed { server: self.name.clone(), message: err.to_string() };
+        // A document the server has open whose disk content is what it was sent (filepuff's own
+        // edit, told to the server already) stays open: closing it would drop the version the
+        // server is about to report diagnostics for.
+        let candidates: Vec<(Url, Rope)> = {
+            let synced = self.synced();
+            changes
+                .iter()
+                .filter_map(|(uri, _)| {
+                    synced.get(uri).filter(|doc| !doc.pinned).map(|doc| (uri.clone(), doc.text.clone()))
+                })
+                .collect()
+        };
+        let unchanged: Vec<Url> = tokio::task::spawn_blocking(move || {
+            candidates.into_iter().filter(|(uri, text)| disk_holds(uri, text)).map(|(uri, _)| uri).collect()
+        })
+        .await
+        .unwrap_or_default();
         {
             let mut synced = self.synced();
             for (uri, _) in &changes {
                 // The editor's buffer, not the disk, is the truth of a pinned document.
+                if unchanged.contains(uri) {
+                    continue;
+                }
                 if synced.get(uri).is_some_and(|doc| !doc.pinned) && synced.remove(uri).is_some() {
                     server
                         .did_close(lsp_types::DidCloseTextDocumentParams {
@@ -1098,6 +1131,19 @@ fn short_version(version: &str) -> String {
         return v.clone();
     }
     version.lines().next().unwrap_or_default().chars().take(40).collect()
+}
+
+/// Whether the file of `uri` holds exactly `text` (read at most one byte past its length).
+fn disk_holds(uri: &Url, text: &Rope) -> bool {
+    use std::io::Read;
+    let Ok(path) = uri.to_file_path() else { return false };
+    // Not following a symlink, not blocking on a FIFO.
+    let Ok((file, _)) = crate::workspace::open::open_regular(&path, None) else { return false };
+    let mut bytes = Vec::with_capacity(text.len_bytes());
+    if file.take(text.len_bytes() as u64 + 1).read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    bytes.len() == text.len_bytes() && text.bytes().eq(bytes.iter().copied())
 }
 
 /// How long a server must have been quiet, once after its start, before a request that needs

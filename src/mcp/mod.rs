@@ -146,7 +146,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Apply an edit to a file (same selectors and operations as edit_preview). Code files are parsed before and after: an edit that introduces syntax errors is refused with their positions and the file stays byte-identical. The write is atomic (temp file, fsync, rename), keeps permissions, and holds an OS file lock so concurrent edits from several processes serialize. Pass expected_hash (content_hash from file_read, or a preview's old_hash) to refuse the edit if the file changed since. A file open in the editor is edited in its buffer (undoable there). confirm=true asks the person first: the edit goes to their editor as a change that needs confirmation, and the result's confirmation says accepted or declined. Returns the diff and the new content hash.",
+        description = "Apply an edit to a file (same selectors and operations as edit_preview). Code files are parsed before and after: an edit that introduces syntax errors is refused with their positions and the file stays byte-identical. The write is atomic (temp file, fsync, rename), keeps permissions, and holds an OS file lock so concurrent edits from several processes serialize. Pass expected_hash (content_hash from file_read, or a preview's old_hash) to refuse the edit if the file changed since. A file open in the editor is edited in its buffer (undoable there). confirm=true asks the person first: the edit goes to their editor as a change that needs confirmation, and the result's confirmation says accepted or declined. Returns the diff and the new content hash, and, for a code file whose language server is installed, the diagnostics the edit introduced, the pre-existing ones and how many it resolved (the server is started if needed; status complete or timed_out after [lsp] edit_diagnostics_timeout_ms; diagnostics=false opts out).",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         input_schema = schema_for_type::<EditParams>(),
         output_schema = schema_for_output::<EditOutput>()
@@ -199,7 +199,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Find all references to the symbol at a position, through the file's language server, grouped by file (1-based lines, character columns, the line's text). include_declaration defaults to true. Waits for the server to finish indexing (bounded) so the list is not silently partial; completeness says complete, indexing or timed_out.",
+        description = "Find all references to the symbol at a position, through the file's language server, grouped by file (1-based lines, character columns, the line's text). include_declaration defaults to true. Waits for the server to finish indexing (bounded) so the list is not silently partial; completeness says complete, indexing or timed_out. Paged: stops at the output budget (max_chars, default [limits] max_output_chars) or max_results; total says how many the whole answer has, and next_offset (also in hint) is the offset to pass for the next page.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<ReferencesParams>(),
         output_schema = schema_for_output::<ReferencesOutput>()
@@ -212,7 +212,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "The language server's diagnostics (errors, warnings) for a file's current text — the open editor buffer if there is one, else the disk — pulled where the server supports it, else the ones it published for exactly that text. current: false says the server did not report for the current text in time. 1-based lines, character columns.",
+        description = "The language server's diagnostics (errors, warnings) for a file's current text — the open editor buffer if there is one, else the disk — pulled where the server supports it, else the ones it published for exactly that text. current: false says the server did not report for the current text in time. 1-based lines, character columns. Paged: stops at the output budget (max_chars, default [limits] max_output_chars) or max_results; total says how many the whole answer has, and next_offset (also in hint) is the offset to pass for the next page.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<DiagnosticsParams>(),
         output_schema = schema_for_output::<DiagnosticsOutput>()
@@ -222,7 +222,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Rename the symbol at a position across the project through its language server. apply=false (default) returns every touched file and a unified diff; apply=true writes all files or none: open editor buffers are edited in place, files on disk are locked, re-checked, staged and then renamed into place. line/column 1-based (characters); give symbol to tolerate an approximate column.",
+        description = "Rename the symbol at a position across the project through its language server. apply=false (default) returns every touched file and a unified diff; apply=true writes all files or none: open editor buffers are edited in place, files on disk are locked, re-checked, staged and then renamed into place, and reports the diagnostics the rename introduced (as edit_apply; diagnostics=false opts out). line/column 1-based (characters); give symbol to tolerate an approximate column.",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
         input_schema = schema_for_type::<RenameSymbolParams>(),
         output_schema = schema_for_output::<RenameSymbolOutput>()
@@ -242,7 +242,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "The language server's symbols of one file (functions, methods, classes, fields, …) with kinds, details and 1-based positions, nested as the server nests them.",
+        description = "The language server's symbols of one file (functions, methods, classes, fields, …) with kinds, details and 1-based positions, nested as the server nests them. Paged: stops at the output budget (max_chars, default [limits] max_output_chars) or max_results; total says how many the whole answer has, and next_offset (also in hint) is the offset to pass for the next page. Pages follow document order, depth first.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<DocumentSymbolsParams>(),
         output_schema = schema_for_output::<DocumentSymbolsOutput>()
@@ -255,7 +255,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Find symbols by name across the project through a language's server (workspace/symbol; servers match fuzzily). language picks the server: go, c, cpp, python, typescript, javascript, rust. max_results default 100.",
+        description = "Find symbols by name across the project through a language's server (workspace/symbol; servers match fuzzily). language picks the server: go, c, cpp, python, typescript, javascript, rust. max_results default 100. Paged: stops at the output budget (max_chars, default [limits] max_output_chars) or max_results; total says how many the whole answer has, and next_offset (also in hint) is the offset to pass for the next page.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<WorkspaceSymbolsParams>(),
         output_schema = schema_for_output::<WorkspaceSymbolsOutput>()
@@ -268,7 +268,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "Who calls the function at a position (direction=incoming, default) or what it calls (outgoing), through the language server's call hierarchy: each caller/callee with its declaration and the lines of the calls.",
+        description = "Who calls the function at a position (direction=incoming, default) or what it calls (outgoing), through the language server's call hierarchy: each caller/callee with its declaration and the lines of the calls. Paged: stops at the output budget (max_chars, default [limits] max_output_chars) or max_results; total says how many the whole answer has, and next_offset (also in hint) is the offset to pass for the next page.",
         annotations(read_only_hint = true, open_world_hint = false),
         input_schema = schema_for_type::<CallHierarchyParams>(),
         output_schema = schema_for_output::<CallHierarchyOutput>()

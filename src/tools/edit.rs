@@ -9,12 +9,12 @@ use ropey::Rope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::edit_diagnostics::{self, EditDiagnostics};
 use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::{self, ByteEdit, Language};
 use crate::edits::write::WriteError;
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
 use crate::engine::{Approval, CommitError, CommitOutcome, Engine, FileEdit, Landing};
-use crate::tools::{DiagnosticInfo, file_diagnostics};
 
 /// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -55,9 +55,10 @@ pub struct EditParams {
     /// the result's `confirmation` says `accepted` or `declined`. Needs an attached editor that
     /// supports change annotations; otherwise an error, never an unconfirmed edit. Default false.
     pub confirm: Option<bool>,
-    /// edit_apply: ask the file's language server for diagnostics before and after the edit and
-    /// split them into introduced and pre-existing (default: when a server for the file is
-    /// already running; true starts one; false never asks).
+    /// edit_apply: ask the file's language server for diagnostics of the text before and after
+    /// the edit and split them into introduced, pre-existing and resolved (default true for a
+    /// file whose language has an installed server: the server is started if needed, each wait
+    /// bounded by `[lsp] edit_diagnostics_timeout_ms`; false never asks).
     pub diagnostics: Option<bool>,
 }
 
@@ -100,7 +101,8 @@ pub struct EditOutput {
     pub preexisting_syntax_errors: usize,
     pub lines_added: usize,
     pub lines_removed: usize,
-    /// The language server's view after an applied edit (see the `diagnostics` parameter).
+    /// The language server's view after an applied edit (see the `diagnostics` parameter);
+    /// its `status` says `complete`, `timed_out` or `unavailable`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<EditDiagnostics>,
     /// With `confirm`: `accepted` or `declined` (then `editor_refused` holds the editor's reason).
@@ -111,24 +113,6 @@ pub struct EditOutput {
     /// changed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub editor_refused: Option<String>,
-}
-
-/// Diagnostics of the edited file after the edit, compared with before it by severity, code
-/// and message (positions move with the edit, so they are not compared).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct EditDiagnostics {
-    /// New with this edit.
-    pub introduced: Vec<DiagnosticInfo>,
-    /// Already there before the edit.
-    pub pre_existing: Vec<DiagnosticInfo>,
-    /// How many diagnostics before the edit are gone after it.
-    pub resolved: usize,
-    /// Whether both lists are known to be for the exact texts (see the diagnostics tool).
-    pub current: bool,
-    pub server: String,
-    /// Why diagnostics could not be had (the edit itself was applied).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// Where an edit lands: 1-based lines of the chosen candidate.
@@ -177,6 +161,29 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
         pattern: params.selector_pattern.clone(),
     };
 
+    let language = match engine.documents().get(&id) {
+        Some(document) => Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path())),
+        None => Language::from_path(id.path()),
+    };
+    // Diagnostics before the edit, asked on the text as it is now, before the file's lock is
+    // taken (a cold server's start is not spent holding it); the gate keeps this process's other
+    // edits of the file out until the "after" answer.
+    let wanted = language.filter(|&l| apply && edit_diagnostics::wanted(engine, Some(l), params.diagnostics));
+    let gate = wanted.and_then(|_| edit_diagnostics::gates([&id]));
+    let skipped = wanted.is_some() && gate.is_none();
+    let diagnosed = wanted.filter(|_| gate.is_some());
+    let started = std::time::Instant::now();
+    let watched = diagnosed.map(|language| edit_diagnostics::File { id: id.clone(), shown: shown.clone(), language });
+    let limits = workspace.config().limits.max_file_bytes;
+    let mut before = match &watched {
+        Some(file) => engine
+            .documents()
+            .text(&id, limits)
+            .ok()
+            .map(|source| (source.text.clone(), edit_diagnostics::snapshot(engine, file, &source.text))),
+        None => None,
+    };
+
     // The text the edit is computed on (the Engine decides: the open buffer, else the disk under
     // a lock held until the commit).
     let base = engine.edit_base(&id, &shown).map_err(commit_error)?;
@@ -184,10 +191,6 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     let source = rope.to_string();
     let old_hash = documents::content_hash(source.as_bytes());
     check_hash(&params, &old_hash, &shown)?;
-    let language = match engine.documents().get(&id) {
-        Some(document) => Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path())),
-        None => Language::from_path(id.path()),
-    };
     let parsed = language.and_then(|l| engine.syntax().parse(id.path(), l, &rope));
     let planned =
         edits::plan(&source, language, parsed.as_deref(), params.operation, params.new_content.as_deref(), &selector)
@@ -197,14 +200,12 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     if !(apply && output.changed) {
         return Ok(output);
     }
-    let on_disk = base.version().is_none();
-    let want_diagnostics = on_disk
-        && language
-            .is_some_and(|l| params.diagnostics.unwrap_or_else(|| engine.backends().is_running_for(id.path(), l)));
-    let before = match language {
-        Some(language) if want_diagnostics => Some(diagnostics_of(engine, id.path(), language, &rope)),
-        _ => None,
-    };
+    // Another process changed the file between the two reads: ask again about the text edited.
+    if let Some(file) = &watched
+        && before.as_ref().is_none_or(|(text, _)| *text != rope)
+    {
+        before = Some((rope.clone(), edit_diagnostics::snapshot(engine, file, &rope)));
+    }
     let edit = FileEdit {
         id: id.clone(),
         shown: shown.clone(),
@@ -228,9 +229,18 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
             if let Some(tree) = planned.new_tree {
                 engine.syntax().insert(id.path(), tree);
             }
-            if let (Some(language), Some(before)) = (language, before) {
-                let after = diagnostics_of(engine, id.path(), language, &Rope::from_str(&planned.new_text));
-                output.diagnostics = Some(compare_diagnostics(before, after));
+            if skipped {
+                output.diagnostics = Some(edit_diagnostics::skipped());
+            }
+            if let (Some(file), Some((_, before))) = (&watched, before) {
+                // An open document holds what the editor applied; a file on disk the new text.
+                let after_text = match engine.documents().get(&id) {
+                    Some(document) => document.text,
+                    None => Rope::from_str(&planned.new_text),
+                };
+                let after = edit_diagnostics::snapshot(engine, file, &after_text);
+                output.diagnostics =
+                    Some(edit_diagnostics::compare(engine, vec![(before, after)], 1, started.elapsed()));
             }
         }
     }
@@ -259,55 +269,6 @@ pub(crate) fn commit_error(err: CommitError) -> ToolError {
         }
         CommitError::EditorUnavailable { shown, message } => editor_unavailable(&shown, message),
         CommitError::Write { shown, source } => write_error(source, &shown),
-    }
-}
-
-type Diagnosed = Result<(Vec<DiagnosticInfo>, bool, String), String>;
-
-/// The diagnostics of `text` as `path`'s content, from the file's language server.
-fn diagnostics_of(engine: &Engine, path: &std::path::Path, language: Language, text: &Rope) -> Diagnosed {
-    let id = crate::workspace::DocumentId::from_canonical(path);
-    let found = file_diagnostics(engine, &id, language, text).map_err(|err| err.message.clone())?;
-    Ok((found.diagnostics, found.current, found.server))
-}
-
-/// Splits the after-edit diagnostics into introduced and pre-existing ones.
-fn compare_diagnostics(before: Diagnosed, after: Diagnosed) -> EditDiagnostics {
-    let failed = |error: String| EditDiagnostics {
-        introduced: Vec::new(),
-        pre_existing: Vec::new(),
-        resolved: 0,
-        current: false,
-        server: String::new(),
-        error: Some(error),
-    };
-    let (before, before_current, _) = match before {
-        Ok(before) => before,
-        Err(error) => return failed(error),
-    };
-    let (after, after_current, server) = match after {
-        Ok(after) => after,
-        Err(error) => return failed(error),
-    };
-    let key = |d: &DiagnosticInfo| (d.severity.clone(), d.code.clone(), d.message.clone());
-    let mut remaining: Vec<_> = before.iter().map(key).collect();
-    let (mut introduced, mut pre_existing) = (Vec::new(), Vec::new());
-    for diagnostic in after {
-        match remaining.iter().position(|k| *k == key(&diagnostic)) {
-            Some(index) => {
-                remaining.swap_remove(index);
-                pre_existing.push(diagnostic);
-            }
-            None => introduced.push(diagnostic),
-        }
-    }
-    EditDiagnostics {
-        introduced,
-        pre_existing,
-        resolved: remaining.len(),
-        current: before_current && after_current,
-        server,
-        error: None,
     }
 }
 
@@ -556,25 +517,8 @@ pub fn render_text(output: &EditOutput) -> String {
         output.validation.replace('_', " ")
     );
     let _ = writeln!(out, "hash: {} -> {}", output.old_hash, output.new_hash);
-    if let Some(d) = &output.diagnostics {
-        match &d.error {
-            Some(error) => {
-                let _ = writeln!(out, "diagnostics unavailable: {error}");
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "diagnostics ({}): {} introduced, {} pre-existing, {} resolved",
-                    d.server,
-                    d.introduced.len(),
-                    d.pre_existing.len(),
-                    d.resolved
-                );
-                for i in &d.introduced {
-                    let _ = writeln!(out, "  introduced {}:{}: {}: {}", i.line, i.column, i.severity, i.message);
-                }
-            }
-        }
+    if let Some(diagnostics) = &output.diagnostics {
+        edit_diagnostics::render(&mut out, diagnostics);
     }
     out.push_str(&output.diff);
     out

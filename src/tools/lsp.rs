@@ -12,7 +12,6 @@
 //! the editor has one, else the disk — and of every open buffer of its languages, so answers
 //! are about what the editor shows.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,8 +25,9 @@ use ropey::Rope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::page::{self, Limits, PageInfo, PageParams};
 use super::{ErrorCode, ToolError, error::read_error};
-use crate::backends::{BackendError, LspClient, Needs, Question};
+use crate::backends::{BackendError, Completeness, LspClient, Needs, Question};
 use crate::documents::Language;
 use crate::documents::position::{self, Encoding, OneBased};
 use crate::engine::Engine;
@@ -56,6 +56,9 @@ pub struct ReferencesParams {
     pub position: PositionParams,
     /// Include the declaration itself (default true).
     pub include_declaration: Option<bool>,
+    /// Paging over the references, in file (path) then position order.
+    #[serde(flatten)]
+    pub page: PageParams,
 }
 
 /// A place in a file. Inside the root, `file` is relative and lines/columns are 1-based
@@ -118,12 +121,18 @@ pub struct DefinitionInfo {
     pub preview: Option<String>,
 }
 
-/// Result of `find_references`.
+/// Result of `find_references`: one page of the server's references.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ReferencesOutput {
-    /// References grouped by file, files in path order, references in position order.
+    /// This page's references grouped by file, files in path order, references in position
+    /// order (a file can continue on the next page).
     pub files: Vec<FileReferences>,
+    /// References in the whole answer (as `total`).
     pub total_references: usize,
+    /// Files with references in the whole answer.
+    pub total_files: usize,
+    #[serde(flatten)]
+    pub page: PageInfo,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -188,7 +197,8 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
     let target = Target::resolve(engine, &params.position)?;
     let include_declaration = params.include_declaration.unwrap_or(true);
     if let Some(note) = target.fallback_note(engine) {
-        return fallback::references(engine, &target, note, include_declaration);
+        let (references, answer) = fallback::references(engine, &target, note, include_declaration);
+        return Ok(references_page(references, &params.page, engine, answer));
     }
     let timeout = request_timeout(engine);
     let (locations, answer, encoding) = target.ask(engine, Needs::Index, move |client, position| {
@@ -200,22 +210,41 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
         };
         async move { client.request::<References>(params, timeout).await.map(Option::unwrap_or_default) }
     })?;
-    let mut by_file: BTreeMap<String, Vec<LocationInfo>> = BTreeMap::new();
     let mut locator = Locator::new(engine, encoding);
-    for location in &locations {
-        let (info, _) = locator.info(location);
-        by_file.entry(info.file.clone()).or_default().push(info);
+    let references = locations.iter().map(|location| locator.info(location).0).collect();
+    Ok(references_page(references, &params.page, engine, answer))
+}
+
+/// One page of `references` (in any order; sorted by file, line and column and deduplicated
+/// here), grouped by file.
+fn references_page(
+    mut references: Vec<LocationInfo>,
+    page: &PageParams,
+    engine: &Engine,
+    answer: AnswerInfo,
+) -> ReferencesOutput {
+    references.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    references.dedup_by(|a, b| (&a.file, a.line, a.column) == (&b.file, b.line, b.column));
+    let total_files =
+        references.windows(2).filter(|pair| pair[0].file != pair[1].file).count() + usize::from(!references.is_empty());
+    let limits = Limits::new(page, usize::MAX, engine.workspace().config().limits.max_output_chars);
+    // A file's group costs its name and brackets once, where the page enters it.
+    let mut last_file: Option<String> = None;
+    let (kept, page) = page::page(references, limits, "references", |r: &LocationInfo| {
+        if last_file.as_deref() == Some(r.file.as_str()) {
+            return 0;
+        }
+        last_file = Some(r.file.clone());
+        r.file.len() + 40
+    });
+    let mut files: Vec<FileReferences> = Vec::new();
+    for reference in kept {
+        match files.last_mut() {
+            Some(group) if group.file == reference.file => group.references.push(reference),
+            _ => files.push(FileReferences { file: reference.file.clone(), references: vec![reference] }),
+        }
     }
-    let files: Vec<FileReferences> = by_file
-        .into_iter()
-        .map(|(file, mut references)| {
-            references.sort_by_key(|r| (r.line, r.column));
-            references.dedup_by_key(|r| (r.line, r.column));
-            FileReferences { file, references }
-        })
-        .collect();
-    let total_references = files.iter().map(|f| f.references.len()).sum();
-    Ok(ReferencesOutput { files, total_references, answer })
+    ReferencesOutput { files, total_references: page.total, total_files, page, answer }
 }
 
 /// Runs `symbol_at`: the identifier, the server's hover and the definition locations.
@@ -664,7 +693,8 @@ pub fn render_references(output: &ReferencesOutput) -> String {
             out.push_str(&format!("  {}:{}  {}\n", r.line, r.column, r.text.as_deref().unwrap_or("")));
         }
     }
-    out.push_str(&format!("{} reference(s) in {} file(s)\n", output.total_references, output.files.len()));
+    out.push_str(&format!("{} reference(s) in {} file(s)\n", output.total_references, output.total_files));
+    out.push_str(&output.page.text_line("references").unwrap_or_default());
     out.push_str(&answer_line(&output.answer));
     out
 }
@@ -695,6 +725,9 @@ pub struct DiagnosticsParams {
     /// The file whose diagnostics to get; without it, every diagnostic the running servers have
     /// published for files in the workspace.
     pub file: Option<String>,
+    /// Paging over the diagnostics, in file (path) then position order.
+    #[serde(flatten)]
+    pub page: PageParams,
 }
 
 /// One diagnostic, 1-based lines and columns (characters; the end is exclusive).
@@ -716,12 +749,14 @@ pub struct DiagnosticInfo {
     pub message: String,
 }
 
-/// Result of `diagnostics`.
+/// Result of `diagnostics`: one page of them.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DiagnosticsOutput {
     /// The file asked about; `*` for the whole workspace.
     pub file: String,
     pub diagnostics: Vec<DiagnosticInfo>,
+    #[serde(flatten)]
+    pub page: PageInfo,
     /// True when the diagnostics are known to be for the file's current text (the synced
     /// version); false when the server did not report for it within `[lsp] ready_timeout_ms`.
     pub current: bool,
@@ -736,7 +771,8 @@ pub struct DiagnosticsOutput {
 /// Errors: path and read errors; 4001–4006 as [`find_definition`].
 pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<DiagnosticsOutput, ToolError> {
     let workspace = engine.workspace();
-    let Some(file) = params.file else { return Ok(workspace_diagnostics(engine)) };
+    let limits = Limits::new(&params.page, usize::MAX, workspace.config().limits.max_output_chars);
+    let Some(file) = params.file else { return Ok(workspace_diagnostics(engine, limits)) };
     let resolved = workspace.resolve(&file)?;
     let source = engine
         .documents()
@@ -750,9 +786,11 @@ pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<Diagnos
         )
     })?;
     let found = file_diagnostics(engine, &resolved.id(), language, &source.text)?;
+    let (diagnostics, page) = page::page(found.diagnostics, limits, "diagnostics", |_| 0);
     Ok(DiagnosticsOutput {
         file: resolved.relative,
-        diagnostics: found.diagnostics,
+        diagnostics,
+        page,
         current: found.current,
         server: found.server,
         restarted: found.restarted,
@@ -762,7 +800,7 @@ pub fn diagnostics(engine: &Engine, params: DiagnosticsParams) -> Result<Diagnos
 /// Every diagnostic the running servers have published for files inside the workspace, by file
 /// and position. Only files a server has analyzed (opened, or checked on its own) appear, and
 /// the lists are the latest published, so `current` is false.
-fn workspace_diagnostics(engine: &Engine) -> DiagnosticsOutput {
+fn workspace_diagnostics(engine: &Engine, limits: Limits) -> DiagnosticsOutput {
     let mut out = Vec::new();
     let mut servers = Vec::new();
     for client in engine.backends().running() {
@@ -779,11 +817,22 @@ fn workspace_diagnostics(engine: &Engine) -> DiagnosticsOutput {
             }
         }
     }
-    out.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    out.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.end_line, a.end_column, &a.message).cmp(&(
+            &b.file,
+            b.line,
+            b.column,
+            b.end_line,
+            b.end_column,
+            &b.message,
+        ))
+    });
     servers.sort();
+    let (diagnostics, page) = page::page(out, limits, "diagnostics", |_| 0);
     DiagnosticsOutput {
         file: "*".to_owned(),
-        diagnostics: out,
+        diagnostics,
+        page,
         current: false,
         server: servers.join(", "),
         restarted: false,
@@ -830,6 +879,8 @@ pub struct FileDiagnostics {
     /// The server's name and version.
     pub server: String,
     pub restarted: bool,
+    /// Whether the server was ready (started, project loaded) within the wait.
+    pub completeness: Completeness,
 }
 
 /// The diagnostics of `text` as the content of `id`, from its server through the one ask path
@@ -842,14 +893,32 @@ pub fn file_diagnostics(
     language: Language,
     text: &Rope,
 ) -> Result<FileDiagnostics, ToolError> {
-    let uri = id.uri();
     let limit = Duration::from_millis(engine.backends().config().ready_timeout_ms);
+    file_diagnostics_within(engine, id, language, text, limit)
+}
+
+/// [`file_diagnostics`] within `limit`: the wait for the server to be ready and then for its
+/// report on `text` share it ([`crate::backends::Backends::ask_within`]).
+///
+/// Errors: as [`file_diagnostics`].
+pub fn file_diagnostics_within(
+    engine: &Engine,
+    id: &DocumentId,
+    language: Language,
+    text: &Rope,
+    limit: Duration,
+) -> Result<FileDiagnostics, ToolError> {
+    let uri = id.uri();
+    let deadline = std::time::Instant::now() + limit;
     let question = Question { id, language, text, needs: Needs::Index };
     let answered = engine
         .backends()
-        .ask(question, |client| {
+        .ask_within(question, limit, |client| {
             let uri = uri.clone();
-            async move { client.diagnostics(&uri, limit).await }
+            async move {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                client.diagnostics(&uri, left).await
+            }
         })
         .map_err(backend_error)?;
     let (raw, current) = answered.value;
@@ -874,6 +943,7 @@ pub fn file_diagnostics(
         current,
         server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
         restarted: answered.restarted,
+        completeness: answered.completeness,
     })
 }
 
@@ -886,7 +956,8 @@ pub fn render_diagnostics(output: &DiagnosticsOutput) -> String {
         out.push_str(&format!("{file}:{}:{}: {}: {}{source}\n", d.line, d.column, d.severity, d.message));
     }
     let current = if output.current { "" } else { " (not confirmed for the current text)" };
-    out.push_str(&format!("{} diagnostic(s) from {}{current}\n", output.diagnostics.len(), output.server));
+    out.push_str(&format!("{} diagnostic(s) from {}{current}\n", output.page.total, output.server));
+    out.push_str(&output.page.text_line("diagnostics").unwrap_or_default());
     out
 }
 

@@ -8,6 +8,7 @@
 mod ast_query;
 mod diff;
 mod edit;
+mod edit_diagnostics;
 mod editor_state;
 pub mod error;
 mod file_read;
@@ -17,12 +18,14 @@ pub mod index;
 pub mod local;
 mod lsp;
 mod navigation;
+mod page;
 mod rename;
 mod show;
 pub mod toolsets;
 
 pub use ast_query::{AstQueryOutput, AstQueryParams, ast_query};
 pub use edit::{EditOutput, EditParams, edit_apply, edit_preview};
+pub use edit_diagnostics::EditDiagnostics;
 pub use editor_state::{EditorStateOutput, EditorStateParams, editor_state};
 pub use error::{ErrorCode, ToolError};
 pub use file_read::{FileReadOutput, FileReadParams, SymbolInfo, file_read};
@@ -35,6 +38,7 @@ pub use navigation::{
     CallHierarchyOutput, CallHierarchyParams, DocumentSymbolsOutput, DocumentSymbolsParams, HoverOutput,
     WorkspaceSymbolsOutput, WorkspaceSymbolsParams, call_hierarchy, document_symbols, hover, workspace_symbols,
 };
+pub use page::{PageInfo, PageParams};
 pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};
 pub use show::{ShowInEditorOutput, ShowInEditorParams, show_in_editor};
 

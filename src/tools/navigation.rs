@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::lsp::{
     AnswerInfo, LocationInfo, Locator, PositionParams, Target, answer_line, hover_text, location_info, request_timeout,
 };
+use super::page::{self, Limits, PageInfo, PageParams};
 use super::{ErrorCode, ToolError};
 use crate::backends::Needs;
 use crate::documents::{Language, position};
@@ -53,6 +54,9 @@ pub fn hover(engine: &Engine, params: PositionParams) -> Result<HoverOutput, Too
 pub struct DocumentSymbolsParams {
     /// The file.
     pub file: String,
+    /// Paging over the symbols in document order (a symbol, then its children, depth first).
+    #[serde(flatten)]
+    pub page: PageParams,
 }
 
 /// A symbol of a document or the workspace.
@@ -73,11 +77,16 @@ pub struct SymbolEntry {
     pub children: Vec<SymbolEntry>,
 }
 
-/// Result of `document_symbols`.
+/// Result of `document_symbols`: one page of the server's outline.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DocumentSymbolsOutput {
     pub file: String,
+    /// This page's symbols, nested as the server nests them; a symbol whose parent is on an
+    /// earlier page is at the top level with the parent's name in `container`.
     pub symbols: Vec<SymbolEntry>,
+    /// `total` counts every symbol at every depth.
+    #[serde(flatten)]
+    pub page: PageInfo,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -134,7 +143,71 @@ pub fn document_symbols(engine: &Engine, params: DocumentSymbolsParams) -> Resul
             })
             .collect(),
     };
-    Ok(DocumentSymbolsOutput { file: target.relative().to_owned(), symbols, answer })
+    let limits = Limits::new(&params.page, usize::MAX, engine.workspace().config().limits.max_output_chars);
+    let (symbols, page) = page_outline(symbols, limits);
+    Ok(DocumentSymbolsOutput { file: target.relative().to_owned(), symbols, page, answer })
+}
+
+/// A symbol of an outline flattened depth first: the symbol without its children, and the index
+/// of its parent in the flat list.
+#[derive(Serialize)]
+struct FlatSymbol {
+    #[serde(flatten)]
+    entry: SymbolEntry,
+    #[serde(skip)]
+    parent: Option<usize>,
+}
+
+/// One page of an outline: flattened depth first, paged, and nested again within the page.
+fn page_outline(symbols: Vec<SymbolEntry>, limits: Limits) -> (Vec<SymbolEntry>, PageInfo) {
+    fn flatten(symbols: Vec<SymbolEntry>, parent: Option<usize>, out: &mut Vec<FlatSymbol>) {
+        for mut entry in symbols {
+            let children = std::mem::take(&mut entry.children);
+            let index = out.len();
+            out.push(FlatSymbol { entry, parent });
+            flatten(children, Some(index), out);
+        }
+    }
+    let mut flat = Vec::new();
+    flatten(symbols, None, &mut flat);
+    let names: Vec<String> = flat.iter().map(|f| f.entry.name.clone()).collect();
+    let first = limits.offset;
+    // Besides its own JSON, a symbol may cost a `children` list (when its children are on the
+    // page) or its parent's name as `container` (when they are not).
+    let (kept, page) = page::page(flat, limits, "symbols", |f: &FlatSymbol| {
+        16 + f.parent.and_then(|p| names.get(p)).map_or(0, |name| name.len() + 16)
+    });
+    // Nest again: a kept symbol goes under its parent when the parent is on this page.
+    let mut slots: Vec<Option<SymbolEntry>> = Vec::with_capacity(kept.len());
+    let mut parents: Vec<Option<usize>> = Vec::with_capacity(kept.len());
+    for item in kept {
+        let mut entry = item.entry;
+        let on_page = item.parent.filter(|&p| p >= first).map(|p| p - first);
+        if on_page.is_none() && entry.container.is_none() {
+            entry.container = item.parent.and_then(|p| names.get(p).cloned());
+        }
+        slots.push(Some(entry));
+        parents.push(on_page);
+    }
+    // Last to first, so each symbol has its children before it moves under its own parent;
+    // children arrive last first and are put back in order at the end.
+    for index in (0..slots.len()).rev() {
+        if let Some(parent) = parents[index]
+            && let Some(child) = slots[index].take()
+            && let Some(Some(parent)) = slots.get_mut(parent)
+        {
+            parent.children.push(child);
+        }
+    }
+    fn reverse_children(symbols: &mut [SymbolEntry]) {
+        for symbol in symbols {
+            symbol.children.reverse();
+            reverse_children(&mut symbol.children);
+        }
+    }
+    let mut symbols: Vec<SymbolEntry> = slots.into_iter().flatten().collect();
+    reverse_children(&mut symbols);
+    (symbols, page)
 }
 
 /// Parameters of `workspace_symbols`.
@@ -144,17 +217,20 @@ pub struct WorkspaceSymbolsParams {
     pub query: String,
     /// Which language's server to ask: go, c, cpp, python, typescript, javascript, rust, …
     pub language: String,
-    /// Symbols to return (default 100).
-    pub max_results: Option<usize>,
+    /// Paging over the symbols in the servers' order (their ranking); `max_results` defaults
+    /// to 100.
+    #[serde(flatten)]
+    pub page: PageParams,
 }
 
-/// Result of `workspace_symbols`.
+/// Result of `workspace_symbols`: one page of the servers' answer.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WorkspaceSymbolsOutput {
     pub symbols: Vec<SymbolEntry>,
-    /// Symbols the server returned, before max_results.
-    pub total: usize,
-    pub truncated: bool,
+    /// `total`: symbols the servers returned (a server may cap its own answer: gopls returns at
+    /// most 100).
+    #[serde(flatten)]
+    pub page: PageInfo,
     pub server: String,
     /// complete, indexing or timed_out (see find_references).
     pub completeness: String,
@@ -202,14 +278,12 @@ pub fn workspace_symbols(engine: &Engine, params: WorkspaceSymbolsParams) -> Res
         servers.push(client.server_info.clone().unwrap_or_else(|| client.name.clone()));
         symbols.extend(convert_symbols(engine, response, client.encoding));
     }
-    let total = symbols.len();
-    let max = params.max_results.unwrap_or(100);
-    symbols.truncate(max);
+    let limits = Limits::new(&params.page, 100, engine.workspace().config().limits.max_output_chars);
+    let (symbols, page) = page::page(symbols, limits, "symbols", |_| 0);
     servers.dedup();
     Ok(WorkspaceSymbolsOutput {
         symbols,
-        total,
-        truncated: total > max,
+        page,
         server: servers.join(", "),
         completeness: match (all_settled, any_busy) {
             (false, _) => "timed_out",
@@ -267,6 +341,9 @@ pub struct CallHierarchyParams {
     pub position: PositionParams,
     /// `incoming` (who calls it, the default) or `outgoing` (what it calls).
     pub direction: Option<String>,
+    /// Paging over the callers or callees, in file (path) then line order.
+    #[serde(flatten)]
+    pub page: PageParams,
 }
 
 /// One caller or callee.
@@ -290,7 +367,10 @@ pub struct CallHierarchyOutput {
     /// The function or method at the position.
     pub item: String,
     pub direction: String,
+    /// This page's callers or callees.
     pub calls: Vec<CallEntry>,
+    #[serde(flatten)]
+    pub page: PageInfo,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -366,7 +446,9 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
         })
         .collect();
     calls.sort_by(|a, b| (&a.location.file, a.location.line).cmp(&(&b.location.file, b.location.line)));
-    Ok(CallHierarchyOutput { item: item.name, direction, calls, answer })
+    let limits = Limits::new(&params.page, usize::MAX, engine.workspace().config().limits.max_output_chars);
+    let (calls, page) = page::page(calls, limits, "calls", |_| 0);
+    Ok(CallHierarchyOutput { item: item.name, direction, calls, page, answer })
 }
 
 /// LSP `SymbolKind` as a lower-case word.
@@ -431,6 +513,7 @@ pub fn render_document_symbols(output: &DocumentSymbolsOutput) -> String {
     }
     let mut out = format!("{}\n", output.file);
     walk(&mut out, &output.symbols, 1);
+    out.push_str(&output.page.text_line("symbols").unwrap_or_default());
     out.push_str(&answer_line(&output.answer));
     out
 }
@@ -445,8 +528,8 @@ pub fn render_workspace_symbols(output: &WorkspaceSymbolsOutput) -> String {
             s.location.file, s.location.line, s.location.column, s.kind, s.name
         ));
     }
-    let more = if output.truncated { format!(" (showing {})", output.symbols.len()) } else { String::new() };
-    out.push_str(&format!("{} symbol(s){more} [{}: {}]\n", output.total, output.server, output.completeness));
+    out.push_str(&format!("{} symbol(s) [{}: {}]\n", output.page.total, output.server, output.completeness));
+    out.push_str(&output.page.text_line("symbols").unwrap_or_default());
     out
 }
 
@@ -464,6 +547,73 @@ pub fn render_call_hierarchy(output: &CallHierarchyOutput) -> String {
             lines.join(", ")
         ));
     }
+    out.push_str(&output.page.text_line("calls").unwrap_or_default());
     out.push_str(&answer_line(&output.answer));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbol(name: &str, line: usize, children: Vec<SymbolEntry>) -> SymbolEntry {
+        SymbolEntry {
+            name: name.to_owned(),
+            kind: "function".to_owned(),
+            detail: None,
+            container: None,
+            location: LocationInfo {
+                file: "a.go".to_owned(),
+                line,
+                column: 1,
+                end_line: line,
+                end_column: 2,
+                outside_root: false,
+                text: None,
+            },
+            children,
+        }
+    }
+
+    /// (depth, name, container) of an outline, depth first.
+    fn flat(symbols: &[SymbolEntry], depth: usize, out: &mut Vec<(usize, String, Option<String>)>) {
+        for s in symbols {
+            out.push((depth, s.name.clone(), s.container.clone()));
+            flat(&s.children, depth + 1, out);
+        }
+    }
+
+    #[test]
+    fn outline_pages_add_up_to_the_outline_and_keep_nesting_within_a_page() {
+        let outline = vec![
+            symbol("A", 1, vec![symbol("A.x", 2, vec![symbol("A.x.i", 3, vec![])]), symbol("A.y", 4, vec![])]),
+            symbol("B", 5, vec![]),
+            symbol("C", 6, vec![symbol("C.z", 7, vec![])]),
+        ];
+        let (whole, info) = page_outline(outline.clone(), Limits { offset: 0, max_results: 100, max_chars: 40_000 });
+        assert_eq!(info.total, 7);
+        let mut all = Vec::new();
+        flat(&whole, 0, &mut all);
+        let names: Vec<&str> = all.iter().map(|(_, n, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "A.x", "A.x.i", "A.y", "B", "C", "C.z"]);
+        assert_eq!(all[2].0, 2);
+
+        // Pages of two: a child whose parent is on an earlier page names it in `container`.
+        let mut union = Vec::new();
+        let mut offset = 0;
+        loop {
+            let (symbols, info) = page_outline(outline.clone(), Limits { offset, max_results: 2, max_chars: 40_000 });
+            flat(&symbols, 0, &mut union);
+            match info.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        let names: Vec<&str> = union.iter().map(|(_, n, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "A.x", "A.x.i", "A.y", "B", "C", "C.z"]);
+        assert_eq!(union[2], (0, "A.x.i".to_owned(), Some("A.x".to_owned())));
+        assert_eq!(union[3], (0, "A.y".to_owned(), Some("A".to_owned())));
+        assert_eq!(union[5], (0, "C".to_owned(), None));
+        assert_eq!(union[6], (0, "C.z".to_owned(), Some("C".to_owned())));
+    }
 }

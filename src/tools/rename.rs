@@ -18,10 +18,11 @@ use ropey::Rope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::edit_diagnostics::{self, EditDiagnostics};
 use super::lsp::{AnswerInfo, PositionParams, Target, request_timeout};
 use super::{ErrorCode, ToolError, error::read_error};
 use crate::documents::position::{self, Encoding};
-use crate::documents::{self, ByteEdit};
+use crate::documents::{self, ByteEdit, Language};
 use crate::engine::{Approval, Base, CommitOutcome, Engine, FileEdit};
 use crate::workspace::DocumentId;
 
@@ -41,6 +42,11 @@ pub struct RenameSymbolParams {
     /// change annotations. Default false.
     #[serde(default)]
     pub confirm: bool,
+    /// With `apply`: ask the language server for the diagnostics of the renamed files (the
+    /// first 10 in path order) before and after, as `edit_apply` does (default true when the
+    /// language has an installed server; false never asks).
+    #[serde(default)]
+    pub diagnostics: Option<bool>,
 }
 
 /// Result of `rename_symbol`.
@@ -62,6 +68,10 @@ pub struct RenameSymbolOutput {
     /// With `confirm`: `accepted` or `declined`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<String>,
+    /// After an applied rename: introduced, pre-existing and resolved diagnostics of the renamed
+    /// files, with `status` `complete`, `timed_out` or `unavailable` (see `edit_apply`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<EditDiagnostics>,
     #[serde(flatten)]
     pub answer: AnswerInfo,
 }
@@ -140,7 +150,36 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     let mut applied = false;
     let mut editor_refused = None;
     let mut confirmation = None;
+    let mut diagnostics = None;
     if params.apply && !planned.is_empty() {
+        // Diagnostics of the texts the rename was computed on, then (below) of the renamed ones.
+        let language = target.language();
+        let mut watched: Vec<edit_diagnostics::File> =
+            if edit_diagnostics::wanted(engine, Some(language), params.diagnostics) {
+                planned
+                    .iter()
+                    .take(edit_diagnostics::MAX_FILES)
+                    .map(|file| edit_diagnostics::File {
+                        id: file.id.clone(),
+                        shown: file.relative.clone(),
+                        language: Language::from_path(file.id.path()).unwrap_or(language),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        let gates = edit_diagnostics::gates(watched.iter().map(|file| &file.id));
+        let skipped = !watched.is_empty() && gates.is_none();
+        if skipped {
+            watched.clear();
+        }
+        let started = std::time::Instant::now();
+        let before: Vec<edit_diagnostics::Snapshot> = watched
+            .iter()
+            .zip(&planned)
+            .map(|(file, planned)| edit_diagnostics::snapshot(engine, file, &Rope::from_str(&planned.old)))
+            .collect();
+        let new_texts: Vec<String> = planned.iter().take(watched.len()).map(|file| file.new.clone()).collect();
         let commit: Vec<FileEdit> = planned
             .into_iter()
             .map(|file| FileEdit {
@@ -161,6 +200,25 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                 for (file, landing) in files.iter_mut().zip(landings) {
                     file.written_to = Some(landing.name().to_owned());
                 }
+                if skipped {
+                    diagnostics = Some(edit_diagnostics::skipped());
+                }
+                if !watched.is_empty() {
+                    let pairs = watched
+                        .iter()
+                        .zip(new_texts)
+                        .zip(before)
+                        .map(|((file, new), before)| {
+                            // An open document holds what the editor applied.
+                            let text = match engine.documents().get(&file.id) {
+                                Some(document) => document.text,
+                                None => Rope::from_str(&new),
+                            };
+                            (before, edit_diagnostics::snapshot(engine, file, &text))
+                        })
+                        .collect();
+                    diagnostics = Some(edit_diagnostics::compare(engine, pairs, watched.len(), started.elapsed()));
+                }
             }
             CommitOutcome::Refused { reason } => {
                 editor_refused = Some(reason);
@@ -168,7 +226,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             }
         }
     }
-    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, confirmation, answer })
+    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, confirmation, diagnostics, answer })
 }
 
 /// The text edits of a WorkspaceEdit by document, in path order.
@@ -262,6 +320,9 @@ pub fn render_text(output: &RenameSymbolOutput) -> String {
     out.push_str(&format!("rename: {} edit(s) in {} file(s), {state}\n", output.total_edits, output.files.len()));
     for file in &output.files {
         out.push_str(&format!("  {} ({})\n", file.file, file.edits));
+    }
+    if let Some(diagnostics) = &output.diagnostics {
+        edit_diagnostics::render(&mut out, diagnostics);
     }
     out.push_str(&output.diff);
     out

@@ -46,6 +46,11 @@ pub struct LspConfig {
     /// Longest wait, in milliseconds, for a server to finish indexing before answering requests
     /// that depend on it (references); the answer then says `timed_out` (default 20000).
     pub ready_timeout_ms: u64,
+    /// Longest wait, in milliseconds, for the diagnostics before and after an agent's edit
+    /// (`edit_apply`, `rename_symbol`): each of the two waits — for the server to be ready
+    /// (started, project loaded) and to report for the text — is bounded by it; past it the
+    /// result says `timed_out` (default 10000).
+    pub edit_diagnostics_timeout_ms: u64,
     /// Seconds without a request after which a server is shut down (default 600; 0 = never).
     pub idle_shutdown_secs: u64,
     /// Behind `filepuff lsp`: how long, in milliseconds, the editor's `initialize` waits for the
@@ -73,6 +78,7 @@ impl Default for LspConfig {
         LspConfig {
             request_timeout_ms: 30_000,
             ready_timeout_ms: 20_000,
+            edit_diagnostics_timeout_ms: 10_000,
             idle_shutdown_secs: 600,
             initialize_wait_ms: None,
             save_agent_edits: false,

@@ -178,10 +178,18 @@ pub(super) fn server_router(
                     return ControlFlow::Continue(());
                 };
                 up.notify::<PublishDiagnostics>(&params);
+                tracing::debug!(
+                    uri = %params.uri,
+                    version = ?params.version,
+                    count = params.diagnostics.len(),
+                    "publishDiagnostics"
+                );
                 let uri = params.uri.clone();
-                let previous = lock(state)
-                    .diagnostics
-                    .insert(params.uri, (params.version, params.diagnostics.clone(), Instant::now()));
+                let mut shared = lock(state);
+                shared.publishes_versions |= params.version.is_some();
+                let previous =
+                    shared.diagnostics.insert(params.uri, (params.version, params.diagnostics.clone(), Instant::now()));
+                drop(shared);
                 if let Some(published) = &published
                     && previous.is_none_or(|(_, before, _)| before != params.diagnostics)
                 {

@@ -9,14 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    AnswerInfo, DefinitionInfo, DefinitionOutput, FileReferences, LocationInfo, ReferencesOutput, Target, preview,
-};
+use super::{AnswerInfo, DefinitionInfo, DefinitionOutput, LocationInfo, Target, preview};
 use crate::documents::position;
 use crate::engine::Engine;
 use crate::search::{self, SearchRequest};
 use crate::syntax::{Symbol, outline};
-use crate::tools::ToolError;
 
 /// Most definitions returned.
 const MAX_DEFINITIONS: usize = 20;
@@ -114,15 +111,15 @@ pub(super) fn definition(engine: &Engine, target: &Target, note: String) -> Defi
     DefinitionOutput { definitions, answer: answer(target, note) }
 }
 
-/// Whole-word occurrences of the identifier, grouped by file.
+/// Whole-word occurrences of the identifier (at most [`MAX_REFERENCES`]), in path and line order.
 pub(super) fn references(
     engine: &Engine,
     target: &Target,
     note: String,
     include_declaration: bool,
-) -> Result<ReferencesOutput, ToolError> {
+) -> (Vec<LocationInfo>, AnswerInfo) {
     let name = target.identifier();
-    let mut by_file: BTreeMap<String, Vec<LocationInfo>> = BTreeMap::new();
+    let mut references = Vec::new();
     let mut declared: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (file, line, column, text) in occurrences(engine, target, &name) {
         if !include_declaration {
@@ -131,12 +128,9 @@ pub(super) fn references(
                 continue;
             }
         }
-        by_file.entry(file.clone()).or_default().push(location(&file, line, column, &name, &text));
+        references.push(location(&file, line, column, &name, &text));
     }
-    let files: Vec<FileReferences> =
-        by_file.into_iter().map(|(file, references)| FileReferences { file, references }).collect();
-    let total_references = files.iter().map(|f| f.references.len()).sum();
-    Ok(ReferencesOutput { files, total_references, answer: answer(target, note) })
+    (references, answer(target, note))
 }
 
 fn location(file: &str, line: usize, column: usize, name: &str, text: &str) -> LocationInfo {

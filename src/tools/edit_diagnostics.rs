@@ -1,0 +1,311 @@
+//! The language server's diagnostics around an agent's edit (`edit_apply`, `rename_symbol`):
+//! asked for the text before the edit and for the text after it, through the one ask path
+//! ([`crate::backends::Backends::ask_within`]: the server is started if needed, synced, and
+//! waited for as it reports its readiness), each wait bounded by `[lsp]
+//! edit_diagnostics_timeout_ms`; then split into introduced, pre-existing and resolved ones.
+//!
+//! On by default for a file whose language has an installed server (`diagnostics: false` opts
+//! out). Edits of one file in this process hold a gate from before the "before" question until
+//! the "after" answer, so each pair is about the texts of one edit: without it, two concurrent
+//! edits of one file would sync their texts in between each other's questions. An edit that finds
+//! the gate held does not wait: its report says `skipped`. The gate is taken before the file's
+//! lock (`Engine::edit_base`) and never waited for, so no lock order can deadlock.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use ropey::Rope;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::lsp::{DiagnosticInfo, file_diagnostics_within};
+use super::page::{self, Limits, PageParams};
+use crate::backends::Completeness;
+use crate::documents::Language;
+use crate::engine::Engine;
+use crate::workspace::DocumentId;
+
+/// Files of one rename whose diagnostics are asked (the first ones, in path order); a larger
+/// rename reports `files_checked` below `files`.
+pub(crate) const MAX_FILES: usize = 10;
+
+/// Diagnostics of the edited files after the edit, compared with before it by file, severity,
+/// code and message (positions move with the edit, so they are not compared).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EditDiagnostics {
+    /// `complete`: the server reported on both texts (before and after) within the wait;
+    /// `timed_out`: it was not ready, or did not report on a text, within `[lsp]
+    /// edit_diagnostics_timeout_ms` (the lists are what it had, possibly older); `unavailable`:
+    /// it could not be asked (`error` says why; the edit itself was applied); `skipped`: another
+    /// edit of the file was being diagnosed in this session at the same time (concurrent edits
+    /// of one file do not wait for each other's diagnostics).
+    pub status: String,
+    /// New with this edit, in file and position order (1-based lines, character columns).
+    pub introduced: Vec<DiagnosticInfo>,
+    /// Already there before the edit.
+    pub pre_existing: Vec<DiagnosticInfo>,
+    /// How many diagnostics before the edit are gone after it.
+    pub resolved: usize,
+    /// Introduced diagnostics in all (the list stops at a share of the output budget).
+    pub total_introduced: usize,
+    /// Pre-existing diagnostics in all (the list stops at a smaller share of the budget).
+    pub total_pre_existing: usize,
+    /// Whether both lists are known to be for the exact texts (`status` is `complete`).
+    pub current: bool,
+    pub server: String,
+    /// Files whose diagnostics were asked, of those the edit changed (see [`MAX_FILES`]).
+    pub files_checked: usize,
+    /// Milliseconds spent asking (before and after together).
+    pub waited_ms: u64,
+    /// Why diagnostics could not be had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Whether an applied edit of a file in `language` reports diagnostics: `requested` when given,
+/// else whether an installed, enabled server serves the language.
+pub(crate) fn wanted(engine: &Engine, language: Option<Language>, requested: Option<bool>) -> bool {
+    let Some(language) = language else { return false };
+    requested.unwrap_or_else(|| engine.backends().specs_for(language).is_ok())
+}
+
+/// Gates by hash of the document, so memory stays fixed; two documents sharing a gate only
+/// wait for each other.
+static GATES: [Mutex<()>; 32] = [const { Mutex::new(()) }; 32];
+
+/// The gates of `ids`, or `None` when one is held: another edit of one of the files is being
+/// diagnosed in this process. Such an edit does not wait for it (a burst of concurrent edits of
+/// one file would otherwise run one server round trip after another); it reports `skipped`.
+pub(crate) fn gates<'a>(ids: impl IntoIterator<Item = &'a DocumentId>) -> Option<Vec<MutexGuard<'static, ()>>> {
+    let mut slots: Vec<usize> = ids
+        .into_iter()
+        .map(|id| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            id.hash(&mut hasher);
+            (hasher.finish() % GATES.len() as u64) as usize
+        })
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let mut held = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match GATES[slot].try_lock() {
+            Ok(guard) => held.push(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => held.push(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+    Some(held)
+}
+
+/// The report of an edit whose diagnostics were not asked because another edit of the file was
+/// being diagnosed (see [`gates`]).
+pub(crate) fn skipped() -> EditDiagnostics {
+    EditDiagnostics {
+        status: "skipped".to_owned(),
+        introduced: Vec::new(),
+        pre_existing: Vec::new(),
+        resolved: 0,
+        total_introduced: 0,
+        total_pre_existing: 0,
+        current: false,
+        server: String::new(),
+        files_checked: 0,
+        waited_ms: 0,
+        error: Some(
+            "another edit of this file was being diagnosed in this session; call diagnostics for the file".to_owned(),
+        ),
+    }
+}
+
+/// One file's diagnostics for one text, or why there are none.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    result: Result<Found, String>,
+}
+
+#[derive(Debug, Clone)]
+struct Found {
+    diagnostics: Vec<DiagnosticInfo>,
+    /// Reported for the text, with the server ready, within the wait.
+    complete: bool,
+    server: String,
+}
+
+/// A file of an edit: its identity, the name it is shown by, its language.
+#[derive(Debug, Clone)]
+pub(crate) struct File {
+    pub id: DocumentId,
+    pub shown: String,
+    pub language: Language,
+}
+
+/// The diagnostics of `text` as the content of `file` (waiting at most `[lsp]
+/// edit_diagnostics_timeout_ms`).
+pub(crate) fn snapshot(engine: &Engine, file: &File, text: &Rope) -> Snapshot {
+    let limit = Duration::from_millis(engine.backends().config().edit_diagnostics_timeout_ms);
+    let result = file_diagnostics_within(engine, &file.id, file.language, text, limit)
+        .map(|found| Found {
+            complete: found.current && found.completeness != Completeness::TimedOut,
+            server: found.server,
+            diagnostics: found
+                .diagnostics
+                .into_iter()
+                .map(|mut d| {
+                    d.file = Some(file.shown.clone());
+                    d
+                })
+                .collect(),
+        })
+        .map_err(|err| err.message.clone());
+    Snapshot { result }
+}
+
+/// Compares the snapshots of each file before and after the edit (pairs in file order), keeps
+/// the lists within a share of the output budget, and says how it went.
+pub(crate) fn compare(
+    engine: &Engine,
+    pairs: Vec<(Snapshot, Snapshot)>,
+    files_checked: usize,
+    waited: Duration,
+) -> EditDiagnostics {
+    let mut out = EditDiagnostics {
+        status: "complete".to_owned(),
+        introduced: Vec::new(),
+        pre_existing: Vec::new(),
+        resolved: 0,
+        total_introduced: 0,
+        total_pre_existing: 0,
+        current: true,
+        server: String::new(),
+        files_checked,
+        waited_ms: waited.as_millis() as u64,
+        error: None,
+    };
+    let mut servers: Vec<String> = Vec::new();
+    for (before, after) in pairs {
+        let (before, after) = match (before.result, after.result) {
+            (Ok(before), Ok(after)) => (before, after),
+            (Err(error), _) | (_, Err(error)) => {
+                out.error.get_or_insert(error);
+                continue;
+            }
+        };
+        if !(before.complete && after.complete) {
+            out.current = false;
+        }
+        if !servers.contains(&after.server) {
+            servers.push(after.server.clone());
+        }
+        let (introduced, pre_existing, resolved) = split(before.diagnostics, after.diagnostics);
+        out.introduced.extend(introduced);
+        out.pre_existing.extend(pre_existing);
+        out.resolved += resolved;
+    }
+    out.server = servers.join(", ");
+    if out.error.is_some() {
+        out.current = false;
+        out.status = "unavailable".to_owned();
+    } else if !out.current {
+        out.status = "timed_out".to_owned();
+    }
+    // The introduced ones are what the agent must see: a quarter of the budget for them, an
+    // eighth for the ones that were there already.
+    let budget = engine.workspace().config().limits.max_output_chars;
+    let share = |divisor: usize| Limits::new(&PageParams::default(), usize::MAX, budget / divisor);
+    let (introduced, page) = page::page(std::mem::take(&mut out.introduced), share(4), "diagnostics", |_| 0);
+    out.introduced = introduced;
+    out.total_introduced = page.total;
+    let (pre_existing, page) = page::page(std::mem::take(&mut out.pre_existing), share(8), "diagnostics", |_| 0);
+    out.pre_existing = pre_existing;
+    out.total_pre_existing = page.total;
+    out
+}
+
+/// Splits the after-edit diagnostics into introduced and pre-existing ones (matched one to one
+/// by file, severity, code and message) and counts the resolved ones.
+fn split(before: Vec<DiagnosticInfo>, after: Vec<DiagnosticInfo>) -> (Vec<DiagnosticInfo>, Vec<DiagnosticInfo>, usize) {
+    let key = |d: &DiagnosticInfo| (d.file.clone(), d.severity.clone(), d.code.clone(), d.message.clone());
+    let mut remaining: Vec<_> = before.iter().map(key).collect();
+    let (mut introduced, mut pre_existing) = (Vec::new(), Vec::new());
+    for diagnostic in after {
+        match remaining.iter().position(|k| *k == key(&diagnostic)) {
+            Some(index) => {
+                remaining.swap_remove(index);
+                pre_existing.push(diagnostic);
+            }
+            None => introduced.push(diagnostic),
+        }
+    }
+    (introduced, pre_existing, remaining.len())
+}
+
+/// Readable lines of `diagnostics` for a tool's text.
+pub(crate) fn render(out: &mut String, diagnostics: &EditDiagnostics) {
+    use std::fmt::Write;
+    if let Some(error) = &diagnostics.error {
+        let _ = writeln!(out, "diagnostics unavailable: {error}");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "diagnostics ({}, {}): {} introduced, {} pre-existing, {} resolved",
+        diagnostics.server,
+        diagnostics.status,
+        diagnostics.total_introduced,
+        diagnostics.total_pre_existing,
+        diagnostics.resolved
+    );
+    for d in &diagnostics.introduced {
+        let file = d.file.as_deref().unwrap_or("");
+        let _ = writeln!(out, "  introduced {file}:{}:{}: {}: {}", d.line, d.column, d.severity, d.message);
+    }
+    if diagnostics.introduced.len() < diagnostics.total_introduced {
+        let _ = writeln!(out, "  … {} more introduced", diagnostics.total_introduced - diagnostics.introduced.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diagnostic(file: &str, line: usize, message: &str) -> DiagnosticInfo {
+        DiagnosticInfo {
+            file: Some(file.to_owned()),
+            line,
+            column: 1,
+            end_line: line,
+            end_column: 2,
+            severity: "error".to_owned(),
+            code: None,
+            source: None,
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn split_matches_by_file_and_message_not_position() {
+        let before =
+            vec![diagnostic("a.go", 3, "x unused"), diagnostic("a.go", 9, "y unused"), diagnostic("b.go", 1, "z")];
+        // The edit moved "x unused" down two lines, fixed "y unused", and added one in b.go that
+        // has the same message as one of a.go's.
+        let after =
+            vec![diagnostic("a.go", 5, "x unused"), diagnostic("b.go", 1, "z"), diagnostic("b.go", 4, "x unused")];
+        let (introduced, pre_existing, resolved) = split(before, after);
+        assert_eq!(introduced, vec![diagnostic("b.go", 4, "x unused")]);
+        assert_eq!(pre_existing, vec![diagnostic("a.go", 5, "x unused"), diagnostic("b.go", 1, "z")]);
+        assert_eq!(resolved, 1);
+    }
+
+    #[test]
+    fn gates_are_taken_once_each_in_one_order() {
+        let a = DocumentId::from_canonical(std::path::Path::new("/w/a.go"));
+        let b = DocumentId::from_canonical(std::path::Path::new("/w/b.go"));
+        let held = gates([&a, &b, &a]).unwrap();
+        assert!((1..=2).contains(&held.len()));
+        assert!(gates([&b]).is_none(), "held: a concurrent edit skips");
+        drop(held);
+        assert_eq!(gates([&b]).unwrap().len(), 1);
+    }
+}
