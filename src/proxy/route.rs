@@ -4,8 +4,9 @@
 //!   to the servers of that document's language, in the configured order. Completion and code
 //!   actions are asked of every server that offers them and merged; every other method is
 //!   answered by the first server that offers it (its capability, LSP 3.17 "Server
-//!   Capabilities"); a method filepuff does not know goes to the first server, then the next
-//!   ones while they answer `MethodNotFound`.
+//!   Capabilities", or a registration it made later, as ruff does for formatting); a method
+//!   filepuff does not know goes to the first server, then the next ones while they answer
+//!   `MethodNotFound`.
 //! - `workspace/symbol` is asked of every running server and merged;
 //!   `workspace/executeCommand` goes to the server that offered or registered the command.
 //! - Items a later request hands back (completion items, code actions, code lenses, inlay hints,
@@ -107,6 +108,17 @@ fn offers(client: &LspClient, method: &str) -> bool {
     }
 }
 
+/// Whether `client` offers `method` now: in its `initialize` answer, or by a registration still
+/// in force that it made later with `client/registerCapability` (LSP 3.17 §registerCapability;
+/// ruff registers its formatting that way).
+fn offers_now(shared: &Shared, client: &LspClient, method: &str) -> bool {
+    if offers(client, method) {
+        return true;
+    }
+    let state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+    state.registrations.get(&client.serial).is_some_and(|list| list.iter().any(|(_, m)| m == method))
+}
+
 /// Routes one editor request (after `initialize`).
 pub(crate) fn request(
     shared: &Arc<Shared>,
@@ -201,14 +213,15 @@ pub(crate) fn request(
             }
             let Some(session) = me.ready_session() else { return Ok(Value::Null) };
             let (clients, _) = engine.backends().clients_of(&id, Some(language));
-            dispatch(session, clients, &method, params, uri).await
+            dispatch(&me, session, clients, &method, params, uri).await
         });
     }
-    dispatch(session, clients, &method, params, uri)
+    dispatch(shared, session, clients, &method, params, uri)
 }
 
 /// Sends a document request to the right ones of `clients` (the document's servers, in order).
 fn dispatch(
+    shared: &Shared,
     session: &Session,
     clients: Vec<Arc<LspClient>>,
     method: &str,
@@ -216,7 +229,7 @@ fn dispatch(
     uri: String,
 ) -> BoxFuture<'static, Result<Value, ResponseError>> {
     if MERGED.contains(&method) {
-        let chosen: Vec<&Arc<LspClient>> = clients.iter().filter(|c| offers(c, method)).collect();
+        let chosen: Vec<&Arc<LspClient>> = clients.iter().filter(|c| offers_now(shared, c, method)).collect();
         if chosen.len() == 1 {
             return send(session, chosen[0], method, params, Some(uri));
         }
@@ -228,7 +241,7 @@ fn dispatch(
             Ok(if completion { merge_completions(answers) } else { concat(answers) })
         });
     }
-    let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers(c, method)).collect();
+    let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers_now(shared, c, method)).collect();
     if offering.is_empty() {
         return ready(Ok(Value::Null));
     }
@@ -274,6 +287,8 @@ struct Ctx {
     /// The editor's semantic-token legend and `client`'s map onto it, when known.
     legend: Option<(Value, Option<translate::LegendMap>)>,
     spellings: Arc<super::spelling::Spellings>,
+    /// What the editor declared it accepts (answers are fitted to it, `fit`).
+    accepts: super::fit::Accepts,
     /// `[lsp] request_timeout_ms`.
     timeout: Duration,
 }
@@ -284,6 +299,7 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
         engine: session.engine.clone(),
         encoding: session.encoding,
         spellings: session.spellings.clone(),
+        accepts: super::fit::Accepts::from_capabilities(&session.editor_capabilities),
         timeout: Duration::from_millis(session.engine.backends().config().request_timeout_ms.max(1)),
         legend: session.legend.get().filter(|_| tokens).map(|legend| {
             let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
@@ -367,6 +383,7 @@ fn forward(
             }
         }
         tag(&method, &mut value, client.serial);
+        ctx.accepts.fit(&method, &mut value);
         ctx.spellings.to_editor(&mut value);
         Ok(value)
     })
