@@ -54,6 +54,13 @@ def test_editor_state_of_a_plain_lsp_editor_lists_open_documents_and_says_focus_
     greet = editor.open_buffer(root / "greet" / "greet.go")
     editor.edit_buffer(greet, editor.buffers[greet][1] + "// unsaved\n")
 
+    # The editor's notifications and the agent's call travel on different streams: wait until the
+    # proxy has taken the open and the change.
+    def both_seen():
+        documents = {d["path"]: d for d in agent.ok("editor_state")["open_documents"]}
+        return documents.get("greet/greet.go", {}).get("version") == 2
+
+    editor.wait_for(both_seen, 10, "the editor's didOpen and didChange of greet.go")
     state = agent.ok("editor_state")
     assert state["editor_attached"] is True
     assert state["unknown"] == ["focus"] and "focus" not in state, state
