@@ -180,6 +180,8 @@ pub struct LspClient {
     /// Why the main loop ended, when it ended with an error (a frame over the limits, a
     /// message async-lsp could not decode, the pipe failing).
     exit_reason: Arc<Mutex<Option<String>>>,
+    /// Set by [`LspClient::stop`]: the server's output ending is then expected, not a failure.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Process id, for tests and `doctor`.
     pub pid: Option<u32>,
     pub started: Instant,
@@ -357,6 +359,8 @@ impl LspClient {
         // The server's output reaches async-lsp only as whole frames within the limits.
         let output = BoundedReader::new(stdout, options.limits, &spec.name);
         let (loop_child, loop_reason) = (child.clone(), exit_reason.clone());
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let loop_stopping = stopping.clone();
         let mainloop = tokio::spawn(async move {
             if let Err(err) = mainloop.run_buffered(output.compat(), stdin.compat_write()).await {
                 let reason = match err {
@@ -364,7 +368,12 @@ impl LspClient {
                     async_lsp::Error::Eof => "it closed its output".to_owned(),
                     other => format!("it sent a message filepuff cannot read ({other})"),
                 };
-                tracing::warn!(server = %server_name, "stopped reading the server: {reason}");
+                if loop_stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                    // We asked it to exit: its output ending is the expected end.
+                    tracing::debug!(server = %server_name, "stopped reading the server: {reason}");
+                } else {
+                    tracing::warn!(server = %server_name, "stopped reading the server: {reason}");
+                }
                 *loop_reason.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
             }
             // A server whose output is no longer read is of no use: end it now.
@@ -453,6 +462,7 @@ impl LspClient {
             serial,
             child,
             exit_reason,
+            stopping,
             pid,
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
@@ -1078,6 +1088,7 @@ impl LspClient {
 
     /// `shutdown` and `exit`, then stops the main loop and the process.
     pub async fn stop(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = self.request::<lsp_types::request::Shutdown>((), Duration::from_secs(2)).await;
         let mut server = self.server.clone();
         let _ = server.exit(());
