@@ -143,6 +143,10 @@ pub enum CommitError {
     /// no answer in time).
     #[error("{shown} is open in the editor, which cannot take the edit: {message}")]
     EditorUnavailable { shown: String, message: String },
+    /// [`Approval::Confirm`] without an editor to ask the person in (a standalone session, or
+    /// no `filepuff lsp` serving this workspace).
+    #[error("no editor is attached to ask the person about the edit of {shown}")]
+    NoEditorToConfirm { shown: String },
     /// Locking, reading, staging or replacing a file failed.
     #[error("{shown}: {source}")]
     Write { shown: String, source: WriteError },
@@ -332,10 +336,7 @@ impl Engine {
         let all: Vec<&str> =
             buffers.iter().map(|b| b.2.as_str()).chain(staged.iter().map(|s| s.shown.as_str())).collect();
         let Some(editor) = self.editor() else {
-            return Err(CommitError::EditorUnavailable {
-                shown: all.join(", "),
-                message: "no editor is attached: confirm asks the person in the editor behind filepuff lsp".to_owned(),
-            });
+            return Err(CommitError::NoEditorToConfirm { shown: all.join(", ") });
         };
         let shown = all.join(", ");
         let mut files: Vec<(usize, DocumentId, String)> = Vec::new();

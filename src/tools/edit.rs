@@ -268,6 +268,13 @@ pub(crate) fn commit_error(err: CommitError) -> ToolError {
             ToolError::internal(format!("an edit of {shown} did not fit its text: {reason}")).with("path", shown)
         }
         CommitError::EditorUnavailable { shown, message } => editor_unavailable(&shown, message),
+        CommitError::NoEditorToConfirm { shown } => ToolError::new(
+            ErrorCode::EditEditorUnavailable,
+            format!("confirm: true asks the person in their editor, and no editor is attached (editing {shown})"),
+            "Nothing changed. Run `filepuff mcp` without --standalone while the person's editor runs `filepuff lsp` \
+             on this workspace, or leave out confirm to apply the edit directly.",
+        )
+        .with("path", shown),
         CommitError::Write { shown, source } => write_error(source, &shown),
     }
 }

@@ -100,6 +100,12 @@ def test_show_in_editor_selects_the_range_in_the_editors_units(workspace):
     things.append(alone)
     error, _ = alone.error("show_in_editor", {"file": "main.go"})
     assert error["code"] == 8020 and error["name"] == "EDITOR_NOT_AVAILABLE"
+    # Nor anyone to confirm an edit with: said as such, and nothing changes.
+    before = (root / "main.go").read_text()
+    error, _ = alone.error("edit_apply", {"file": "main.go", "operation": "replace", "selector_text": "world",
+                                          "new_content": "there", "confirm": True})
+    assert error["code"] == 5014 and "no editor is attached" in error["message"], error
+    assert "--standalone" in error["remediation"] and (root / "main.go").read_text() == before
 
 
 def test_the_person_accepts_or_declines_an_agents_edit(workspace):
