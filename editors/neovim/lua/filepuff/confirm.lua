@@ -124,7 +124,9 @@ function M.handler(err, params, ctx, config)
   end
   local previous = vim.api.nvim_get_current_win()
   local window = show(lines)
-  local choice = M.ask("filepuff: apply " .. (label or "the proposed edit") .. "?")
+  -- filepuff's labels already start with "filepuff: " (e.g. "filepuff: replace in main.go").
+  local what = (label or "the proposed edit"):gsub("^filepuff: ", "")
+  local choice = M.ask("filepuff: apply " .. what .. "?")
   if vim.api.nvim_win_is_valid(window) then vim.api.nvim_win_close(window, true) end
   if vim.api.nvim_win_is_valid(previous) then vim.api.nvim_set_current_win(previous) end
   if choice ~= M.ACCEPT then
