@@ -98,15 +98,19 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
         None => standalone(root, &fallback, toolsets, &mut replay, &mut stdout).await?,
     };
     tracing::info!("serving the agent with {}", upstream.describe());
+    let mut unchanged = DirWatch::default();
     loop {
         tokio::select! {
             line = stdin.next_line() => {
                 let Some(line) = line? else { break };
                 let request = remember(&mut replay, &line);
-                // Standalone, nothing else in flight: attach if an editor serves the root now.
+                // Standalone, nothing else in flight: attach if an editor serves the root now
+                // (looked for again only once the runtime directory changed: an editor that
+                // starts announces itself and binds its socket there).
                 if request
                     && upstream.editor.is_none()
                     && replay.pending.len() == 1
+                    && unchanged.changed()
                     && let Some((stream, pid)) = connect_or_await_starting(root).await
                 {
                     match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
@@ -161,6 +165,30 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
         }
     }
     Ok(())
+}
+
+/// Whether the runtime directory (where editors announce themselves and bind their sockets)
+/// changed since the last look that found no editor. Directory times tick coarsely, so a look
+/// made within [`DIR_SETTLED`] of the last change does not count ("racy git").
+#[derive(Default)]
+struct DirWatch {
+    looked_at: Option<std::time::SystemTime>,
+}
+
+const DIR_SETTLED: Duration = Duration::from_millis(100);
+
+impl DirWatch {
+    /// True (look again) unless the directory is as it was at the last settled look; records
+    /// this look.
+    fn changed(&mut self) -> bool {
+        let modified = std::fs::metadata(super::runtime_dir()).and_then(|m| m.modified()).ok();
+        if modified.is_some() && modified == self.looked_at {
+            return false;
+        }
+        let settled = modified.and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= DIR_SETTLED);
+        self.looked_at = if settled { modified } else { None };
+        true
+    }
 }
 
 /// How recent an editor session's announcement must be for an agent to wait for it to serve.

@@ -101,8 +101,13 @@ pub fn running_editors(root: &Path) -> Vec<u32> {
     if !is_private_dir(&dir) {
         return Vec::new();
     }
+    live_pids(presence_files(&dir, &workspace_hash(root)))
+}
+
+/// The pids of `files` whose processes (other than this one) still run, sorted.
+fn live_pids(files: Vec<(u32, PathBuf)>) -> Vec<u32> {
     let me = std::process::id();
-    let mut pids: Vec<u32> = presence_files(&dir, &workspace_hash(root))
+    let mut pids: Vec<u32> = files
         .into_iter()
         .filter(|(pid, path)| *pid != me && presence_is_live(*pid, path))
         .map(|(pid, _)| pid)
@@ -119,18 +124,56 @@ pub struct DiskNotice {
     /// Why this MCP server serves from disk, for the note (e.g. "filepuff mcp runs with
     /// --standalone").
     reason: String,
+    /// The root's presence files as last listed (shared by the clones of one session).
+    listed: std::sync::Arc<std::sync::Mutex<Option<Listing>>>,
 }
+
+/// The presence files of one root in the runtime directory, and the directory's modification
+/// time when they were listed.
+#[derive(Debug)]
+struct Listing {
+    dir: PathBuf,
+    modified: std::time::SystemTime,
+    files: Vec<(u32, PathBuf)>,
+}
+
+/// How old a directory's modification time must be for a listing to be reused while it stays
+/// the same: file times tick coarsely (a jiffy), so an entry created in the same tick as the
+/// listing would not change it ("racy git").
+const LISTING_SETTLED: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl DiskNotice {
     /// A notice for the MCP server of `root`, which is not attached because of `reason`.
     pub fn new(root: &Path, reason: impl Into<String>) -> DiskNotice {
-        DiskNotice { root: root.to_path_buf(), reason: reason.into() }
+        DiskNotice { root: root.to_path_buf(), reason: reason.into(), listed: Default::default() }
     }
 
-    /// The note for a tool result, when a `filepuff lsp` runs for the root (checked now: a
-    /// directory listing and a `/proc` read per live editor); `None` when none runs.
+    /// The pids of the live `filepuff lsp` processes announced for the root: the runtime
+    /// directory is listed again only when it changed (its modification time), and each listed
+    /// editor is checked to be alive (a `/proc` read) at every call.
+    fn running_editors(&self) -> Vec<u32> {
+        let dir = runtime_dir();
+        let Some(modified) = std::fs::symlink_metadata(&dir).ok().and_then(|m| m.modified().ok()) else {
+            return Vec::new();
+        };
+        if !is_private_dir(&dir) {
+            return Vec::new();
+        }
+        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = listed.as_ref().is_some_and(|l| l.dir == dir && l.modified == modified);
+        if !fresh {
+            let files = presence_files(&dir, &workspace_hash(&self.root));
+            let settled = modified.elapsed().is_ok_and(|age| age >= LISTING_SETTLED);
+            *listed = settled.then(|| Listing { dir: dir.clone(), modified, files: files.clone() });
+            return live_pids(files);
+        }
+        live_pids(listed.as_ref().map(|l| l.files.clone()).unwrap_or_default())
+    }
+
+    /// The note for a tool result, when a `filepuff lsp` runs for the root; `None` when none
+    /// runs. Checked at every call (see `running_editors`: no listing while nothing changed).
     pub fn note(&self) -> Option<String> {
-        let pids = running_editors(&self.root);
+        let pids = self.running_editors();
         let listed: Vec<String> = pids.iter().map(u32::to_string).collect();
         let (first, more) = listed.split_first()?;
         let who = if more.is_empty() { format!("pid {first}") } else { format!("pids {}", listed.join(", ")) };
@@ -189,5 +232,7 @@ mod tests {
         let note = note.expect("a live editor is named");
         assert!(note.contains(&format!("pid {parent}")) && note.contains("--standalone"), "{note}");
         assert!(note.contains("unsaved buffers are not visible"), "{note}");
+        // The editor's file gone (the directory changed): listed again, nobody named.
+        assert_eq!(notice.note(), None);
     }
 }
