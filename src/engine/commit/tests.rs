@@ -231,6 +231,6 @@ fn confirmed_edits_send_every_file_to_the_editor_and_land_only_when_accepted() {
     // Without an editor: refused as an error, never applied unconfirmed.
     let (fx, _) = fixture("", None);
     let err = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Confirm).unwrap_err();
-    assert!(matches!(err, CommitError::EditorUnavailable { .. }), "{err}");
+    assert!(matches!(err, CommitError::NoEditorToConfirm { .. }), "{err}");
     assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
 }
