@@ -351,7 +351,14 @@ def test_a_typed_error_shows_in_problems_and_clears(vscode):
     vscode.page.keyboard.press("End")
     vscode.page.keyboard.press("Enter")
     vscode.page.keyboard.type("var unused int")
-    assert vscode.active_tab() == "main.go" and any(l.strip() == "var unused int" for l in vscode.editor_lines())
+    # The workbench renders typed text asynchronously: wait for the line, in main.go.
+    try:
+        wait_until(lambda: vscode.active_tab() == "main.go"
+                   and any(l.strip() == "var unused int" for l in vscode.editor_lines()), WAIT,
+                   "the typed line rendered in main.go")
+    except AssertionError:
+        vscode.shot("04-typed-line-missing")
+        raise
     vscode.page.keyboard.press("Control+Shift+M")
 
     def problem_rows():
