@@ -13,12 +13,13 @@
 //! version numbers and changes ([`LspClient::change_editor_document`]) and never closed for
 //! idleness or disk changes.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_lsp::concurrency::ConcurrencyLayer;
@@ -374,10 +375,10 @@ impl LspClient {
                 } else {
                     tracing::warn!(server = %server_name, "stopped reading the server: {reason}");
                 }
-                *loop_reason.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+                *loop_reason.lock() = Some(reason);
             }
             // A server whose output is no longer read is of no use: end it now.
-            if let Some(child) = loop_child.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            if let Some(child) = loop_child.lock().as_mut() {
                 let _ = child.start_kill();
             }
             let _ = exited_tx.send(true);
@@ -420,7 +421,7 @@ impl LspClient {
             Ok(Err(err)) => {
                 mainloop.abort();
                 // When filepuff stopped reading the server (a frame over the limits), say why.
-                let reason = exit_reason.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let reason = exit_reason.lock().clone();
                 return Err(start_failed(format!("initialize failed: {}", reason.unwrap_or_else(|| err.to_string()))));
             }
             Err(_) => {
@@ -472,8 +473,8 @@ impl LspClient {
         })
     }
 
-    fn synced(&self) -> std::sync::MutexGuard<'_, HashMap<Url, Synced>> {
-        self.synced.lock().unwrap_or_else(|e| e.into_inner())
+    fn synced(&self) -> parking_lot::MutexGuard<'_, HashMap<Url, Synced>> {
+        self.synced.lock()
     }
 
     fn crashed(&self, err: async_lsp::Error) -> BackendError {
@@ -487,7 +488,7 @@ impl LspClient {
     /// ("language server X sent a header line over 65536 bytes …"), a message async-lsp could
     /// not decode, the pipe failing. `None` while it runs, or after a clean exit.
     pub fn exit_reason(&self) -> Option<String> {
-        self.exit_reason.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.exit_reason.lock().clone()
     }
 
     /// Becomes true (or closes) when the main loop ends: the process exited, closed its
@@ -686,11 +687,11 @@ impl LspClient {
     /// this returns, so it reaches the server after every notification sent before it.
     pub fn forward(&self, method: &str, params: Value) -> Result<(i32, Answer<Value>), BackendError> {
         use tower::Service;
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self.last_used.lock() = Instant::now();
         let request: async_lsp::AnyRequest =
             serde_json::from_value(serde_json::json!({ "id": 0, "method": method, "params": params }))
                 .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })?;
-        let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = self.next_id.lock();
         let id = *next;
         *next += 1;
         let mut socket = self.server.clone();
@@ -732,7 +733,7 @@ impl LspClient {
         if self.mainloop.is_finished() {
             return false;
         }
-        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = self.child.lock();
         matches!(child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
@@ -749,11 +750,11 @@ impl LspClient {
         R::Params: Send + 'static,
         R::Result: Send + 'static,
     {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self.last_used.lock() = Instant::now();
         let _in_flight = InFlight::new(&self.shared);
         let mut future = Box::pin(self.server.request::<R>(params));
         let id = {
-            let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = self.next_id.lock();
             let id = *next;
             *next += 1;
             let waker = futures::task::noop_waker();
@@ -922,7 +923,7 @@ impl LspClient {
 
     /// Keeps `watcher` alive as long as this client.
     pub fn set_watcher(&self, watcher: notify::RecommendedWatcher) {
-        *self.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        *self.watcher.lock() = Some(watcher);
     }
 
     /// Files changed on disk behind filepuff's back (another editor, git, a build): the server
@@ -972,7 +973,7 @@ impl LspClient {
 
     /// How long since the last request to this server.
     pub fn idle_for(&self) -> Duration {
-        self.last_used.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
+        self.last_used.lock().elapsed()
     }
 
     /// Closes (`didClose`) the documents no request needed for `max_age`; a later request opens
@@ -1096,7 +1097,7 @@ impl LspClient {
         // Abort the loop before the sockets go away (async-lsp panics if every ServerSocket is
         // dropped while its loop runs).
         self.mainloop.abort();
-        if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(mut child) = self.child.lock().take() {
             let _ = child.start_kill();
         }
     }
@@ -1178,8 +1179,8 @@ impl Drop for InFlight {
     }
 }
 
-fn lock(shared: &Arc<Mutex<Shared>>) -> std::sync::MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(|e| e.into_inner())
+fn lock(shared: &Arc<Mutex<Shared>>) -> parking_lot::MutexGuard<'_, Shared> {
+    shared.lock()
 }
 
 /// One applied change as an LSP content change in `encoding` (its range converted against the

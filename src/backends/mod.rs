@@ -21,10 +21,11 @@ mod ask;
 pub mod client;
 pub mod transport;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -573,12 +574,7 @@ impl Backends {
     }
 
     fn program(&self, command: &str) -> Option<PathBuf> {
-        self.programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(command.to_owned())
-            .or_insert_with(|| find_program(command))
-            .clone()
+        self.programs.lock().entry(command.to_owned()).or_insert_with(|| find_program(command)).clone()
     }
 
     /// The running client for `path`'s language and project (the first server of the
@@ -617,7 +613,7 @@ impl Backends {
     pub fn restart(&self, client: &Arc<LspClient>) -> Option<Result<Acquired, BackendError>> {
         let key = (client.name.clone(), client.root.clone());
         {
-            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            let mut clients = self.clients.lock();
             match clients.get(&key) {
                 Some(current) if Arc::ptr_eq(current, client) => {
                     clients.remove(&key);
@@ -626,7 +622,7 @@ impl Backends {
             }
         }
         let reason = client.exit_reason().unwrap_or_else(|| "the process exited".to_owned());
-        self.history.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().last = Some(reason);
+        self.history.lock().entry(key).or_default().last = Some(reason);
         let spec = self.specs.iter().find(|s| s.name == client.name)?;
         let Some(program) = self.program(&spec.command[0]) else {
             return Some(Err(BackendError::NotInstalled {
@@ -644,19 +640,19 @@ impl Backends {
     /// The client of server `name` in project `root`, if it was started (alive or not: a dead
     /// one is being restarted).
     pub fn running_client(&self, name: &str, root: &Path) -> Option<Arc<LspClient>> {
-        let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let clients = self.clients.lock();
         clients.iter().find(|((n, r), _)| n == name && r == root).map(|(_, client)| client.clone())
     }
 
     /// The running client with this [`LspClient::serial`].
     pub fn by_serial(&self, serial: u64) -> Option<Arc<LspClient>> {
-        self.clients.lock().unwrap_or_else(|e| e.into_inner()).values().find(|c| c.serial == serial).cloned()
+        self.clients.lock().values().find(|c| c.serial == serial).cloned()
     }
 
     /// The servers reported broken now (see [`BackendError::Broken`]).
     pub fn broken(&self) -> Vec<BrokenServer> {
         let now = Instant::now();
-        let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        let history = self.history.lock();
         let mut out: Vec<BrokenServer> = history
             .iter()
             .filter_map(|((name, root), entry)| {
@@ -676,7 +672,7 @@ impl Backends {
     /// Whether server `name` in project `root` is reported broken now.
     pub fn is_broken(&self, name: &str, root: &Path) -> bool {
         let key = (name.to_owned(), root.to_path_buf());
-        let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        let history = self.history.lock();
         history.get(&key).and_then(|entry| entry.broken_until).is_some_and(|until| until > Instant::now())
     }
 
@@ -685,7 +681,7 @@ impl Backends {
     /// roots. Returns what each of them gave.
     pub fn reset(&self, name: Option<&str>) -> Vec<Result<Acquired, BackendError>> {
         let was_broken: Vec<ClientKey> = {
-            let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            let mut history = self.history.lock();
             let now = Instant::now();
             let keys: Vec<ClientKey> =
                 history.keys().filter(|(n, _)| name.is_none_or(|name| n == name)).cloned().collect();
@@ -718,8 +714,7 @@ impl Backends {
     /// Stops every running server (`shutdown`, `exit`, then the process), waiting at most a few
     /// seconds in all. For the editor's `shutdown`.
     pub fn stop_all(&self) {
-        let clients: Vec<Arc<LspClient>> =
-            self.clients.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
+        let clients: Vec<Arc<LspClient>> = self.clients.lock().drain().map(|(_, c)| c).collect();
         if clients.is_empty() {
             return;
         }
@@ -732,11 +727,11 @@ impl Backends {
     fn acquire_spec(&self, spec: &ServerSpec, program: PathBuf, root: PathBuf) -> Result<Acquired, BackendError> {
         let key = (spec.name.clone(), root.clone());
         // One start per (server, root) at a time: a second caller waits and takes its result.
-        let gate = self.starting.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().clone();
-        let _started = gate.lock().unwrap_or_else(|e| e.into_inner());
+        let gate = self.starting.lock().entry(key.clone()).or_default().clone();
+        let _started = gate.lock();
         let mut restarted = false;
         {
-            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            let mut clients = self.clients.lock();
             if let Some(client) = clients.get(&key) {
                 if client.is_alive() {
                     return Ok(Acquired { client: client.clone(), restarted: false });
@@ -748,7 +743,7 @@ impl Backends {
         }
         // The crash-loop guard, and backoff between starts (see the module documentation).
         let wait = {
-            let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            let mut history = self.history.lock();
             let entry = history.entry(key.clone()).or_default();
             let now = Instant::now();
             let cooldown = Duration::from_secs(self.config.broken_cooldown_secs);
@@ -771,13 +766,7 @@ impl Backends {
             }
         };
         std::thread::sleep(wait);
-        self.history
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .starts
-            .push_back(Instant::now());
+        self.history.lock().entry(key.clone()).or_default().starts.push_back(Instant::now());
         let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
         let spec_owned = spec.clone();
         let limits = transport::FrameLimits {
@@ -799,7 +788,7 @@ impl Backends {
             Ok(client) => {
                 let client = Arc::new(client);
                 self.watch(&client, spec);
-                self.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), client.clone());
+                self.clients.lock().insert(key.clone(), client.clone());
                 self.resync(&client, &key);
                 if let Some(attached) = self.attached.get() {
                     let upstream = attached.upstream.clone();
@@ -816,8 +805,7 @@ impl Backends {
                 Ok(Acquired { client, restarted })
             }
             Err(err) => {
-                self.history.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().last =
-                    Some(err.to_string());
+                self.history.lock().entry(key).or_default().last = Some(err.to_string());
                 Err(err)
             }
         }
@@ -825,14 +813,8 @@ impl Backends {
 
     /// Opens every open document routed to `key` on its freshly started `client`.
     fn resync(&self, client: &Arc<LspClient>, key: &ClientKey) {
-        let routed: Vec<DocumentId> = self
-            .routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|(_, keys)| keys.contains(key))
-            .map(|(id, _)| id.clone())
-            .collect();
+        let routed: Vec<DocumentId> =
+            self.routes.lock().iter().filter(|(_, keys)| keys.contains(key)).map(|(id, _)| id.clone()).collect();
         for id in routed {
             if let Some(document) = self.documents.get(&id)
                 && let Err(err) =
@@ -846,7 +828,7 @@ impl Backends {
     /// The (server, project root) pairs that serve `id` in `language`, in the language's
     /// server order; empty when no server is configured or installed for it.
     pub fn serving(&self, id: &DocumentId, language: Option<Language>) -> Vec<(String, PathBuf)> {
-        if let Some(keys) = self.routes.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+        if let Some(keys) = self.routes.lock().get(id) {
             return keys.clone();
         }
         let Some(language) = language else { return Vec::new() };
@@ -879,9 +861,9 @@ impl Backends {
     /// [`LspClient::open_editor_document`]); servers that start later open it themselves.
     /// Returns the servers that serve it and whether some are not running.
     pub fn document_opened(&self, id: &DocumentId, language: Option<Language>) -> (Vec<(String, PathBuf)>, bool) {
-        self.routes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.routes.lock().remove(id);
         let serving = self.serving(id, language);
-        self.routes.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), serving.clone());
+        self.routes.lock().insert(id.clone(), serving.clone());
         let (clients, missing) = self.clients_of(id, language);
         if let Some(document) = self.documents.get(id) {
             let uri = id.uri();
@@ -919,7 +901,7 @@ impl Backends {
     /// An open document was closed: its servers get `didClose` and it is no longer routed.
     pub fn document_closed(&self, id: &DocumentId, language: Option<Language>) {
         let (clients, _) = self.clients_of(id, language);
-        self.routes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.routes.lock().remove(id);
         let uri = id.uri();
         for client in clients {
             let _ = client.close_editor_document(&uri);
@@ -930,7 +912,6 @@ impl Backends {
     pub fn running_for(&self, language: Language) -> Vec<Arc<LspClient>> {
         self.clients
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .filter(|((name, _), client)| {
                 client.is_alive() && self.specs.iter().any(|s| s.name == *name && s.languages.contains(&language))
@@ -943,7 +924,7 @@ impl Backends {
     pub fn is_running_for(&self, path: &Path, language: Language) -> bool {
         let Ok((spec, _)) = self.spec_for(language) else { return false };
         let key = (spec.name.clone(), self.project_root(spec, path));
-        self.clients.lock().unwrap_or_else(|e| e.into_inner()).get(&key).is_some_and(|c| c.is_alive())
+        self.clients.lock().get(&key).is_some_and(|c| c.is_alive())
     }
 
     /// Starts watching `client`'s project root for changes on disk to files of its languages,
@@ -1005,7 +986,7 @@ impl Backends {
 
     /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).
     pub fn discard(&self, client: &Arc<LspClient>) {
-        self.clients.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| !Arc::ptr_eq(c, client));
+        self.clients.lock().retain(|_, c| !Arc::ptr_eq(c, client));
         let client = client.clone();
         self.run(async move { client.stop().await });
     }
@@ -1031,14 +1012,13 @@ impl Backends {
 
     /// The running clients (for `doctor` and tests).
     pub fn running(&self) -> Vec<Arc<LspClient>> {
-        self.clients.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+        self.clients.lock().values().cloned().collect()
     }
 }
 
 impl Drop for Backends {
     fn drop(&mut self) {
-        let clients: Vec<Arc<LspClient>> =
-            self.clients.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, c)| c).collect();
+        let clients: Vec<Arc<LspClient>> = self.clients.lock().drain().map(|(_, c)| c).collect();
         if clients.is_empty() {
             return;
         }
@@ -1069,11 +1049,11 @@ async fn reap_idle(clients: std::sync::Weak<ClientMap>, idle_secs: u64) {
         tick.tick().await;
         let Some(clients) = clients.upgrade() else { return };
         let all: Vec<((String, PathBuf), Arc<LspClient>)> =
-            clients.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, c)| (k.clone(), c.clone())).collect();
+            clients.lock().iter().map(|(k, c)| (k.clone(), c.clone())).collect();
         for (key, client) in all {
             if idle_secs > 0 && client.idle_for() >= Duration::from_secs(idle_secs) && !client.has_editor_documents() {
                 tracing::info!(server = %client.name, "idle for {idle_secs} s; shutting down");
-                clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+                clients.lock().remove(&key);
                 client.stop().await;
             } else {
                 client.close_idle_documents(DOCUMENT_IDLE).await;

@@ -11,7 +11,7 @@ pub mod position;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use std::sync::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex};
 
 use dashmap::DashMap;
 use ropey::Rope;
@@ -172,7 +172,7 @@ impl DocumentStore {
     }
 
     fn bump(&self) {
-        let mut generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        let mut generation = self.generation.lock();
         *generation += 1;
         self.changed.notify_all();
     }
@@ -282,7 +282,7 @@ impl DocumentStore {
     /// from a tool's thread, never from an async task.
     pub fn wait_until(&self, limit: std::time::Duration, mut done: impl FnMut(&DocumentStore) -> bool) -> bool {
         let deadline = std::time::Instant::now() + limit;
-        let mut generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        let mut generation = self.generation.lock();
         loop {
             if done(self) {
                 return true;
@@ -292,11 +292,7 @@ impl DocumentStore {
                 return false;
             }
             let seen = *generation;
-            let (guard, _) = self
-                .changed
-                .wait_timeout_while(generation, left, |now| *now == seen)
-                .unwrap_or_else(|e| e.into_inner());
-            generation = guard;
+            self.changed.wait_while_for(&mut generation, |now| *now == seen, left);
         }
     }
 

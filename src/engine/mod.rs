@@ -15,8 +15,9 @@ pub mod agents;
 mod commit;
 pub mod editor_state;
 
+use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::backends::Backends;
 use crate::documents::{ChangeError, DocumentChange, DocumentStore, Encoding, Language, TextChange};
@@ -157,7 +158,7 @@ impl Engine {
         let text = report.id.as_ref().and_then(|id| self.documents.text(id, max_bytes).ok()).map(|s| s.text);
         let focus = report.into_focus(text.as_ref(), encoding);
         let changed = {
-            let mut slot = self.focus.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.focus.lock();
             let changed = *slot != focus;
             *slot = focus;
             changed
@@ -169,7 +170,7 @@ impl Engine {
 
     /// The editor's focus as last reported ([`EditorFocus::Unreported`] when it never did).
     pub fn editor_focus(&self) -> EditorFocus {
-        self.focus.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.focus.lock().clone()
     }
 
     /// The root, configuration and path sandbox.
@@ -252,7 +253,7 @@ impl Engine {
     /// The file index, built (and its watcher started) on first use, with pending changes
     /// applied. Errors: the walk's, when the index cannot be built.
     pub fn file_index(&self) -> Result<Arc<FileIndex>, SearchError> {
-        let mut slot = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.index.lock();
         let index = match &*slot {
             Some(index) => index.clone(),
             None => {
@@ -289,7 +290,7 @@ impl Engine {
     /// Errors: [`GraphError::Open`] (also for a `[graph] path` outside the root),
     /// [`GraphError::SchemaTooNew`].
     pub fn graph(&self) -> Result<Arc<GraphStore>, GraphError> {
-        let mut slot = self.graph.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.graph.lock();
         if let Some(store) = slot.as_ref() {
             return Ok(store.clone());
         }

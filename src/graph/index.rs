@@ -3,9 +3,9 @@
 //! files whose language has one (see [`super::calls`]), then resolve the remaining links by name
 //! and drop files that vanished.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -130,7 +130,7 @@ pub fn index(
         let mut next_to_write = 0;
         let mut batch: Vec<(Option<(CallsJob, String)>, FileAnalysis)> = Vec::new();
         let server_of = |language: Language| languages.get(language.name()).and_then(|(_, plan)| plan.server.clone());
-        let mut buffered = results.lock().unwrap_or_else(|p| p.into_inner());
+        let mut buffered = results.lock();
         for (idx, result) in receiver.iter() {
             buffered[idx] = Some(result);
             while next_to_write < buffered.len() {
@@ -343,11 +343,11 @@ fn walk(
     let found = Mutex::new(Vec::new());
     search::for_each_file(workspace, documents, &roots, &analysed, |path, _| {
         if let (Some(language), Some(resolved)) = (Language::from_path(path), workspace.resolved_from_walk(path)) {
-            found.lock().unwrap_or_else(|e| e.into_inner()).push((resolved, language));
+            found.lock().push((resolved, language));
         }
         true
     })?;
-    let mut out = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut out = found.into_inner();
     out.sort_by(|a, b| a.0.relative.cmp(&b.0.relative));
     out.dedup_by(|a, b| a.0.relative == b.0.relative);
     Ok(out)

@@ -7,8 +7,8 @@
 //! writer waits (up to the busy timeout) instead of failing half-way when another process
 //! committed first. Within one process the connection sits behind a mutex.
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
@@ -102,14 +102,14 @@ impl GraphStore {
 
     /// Runs `f` on the connection (reads; single statements).
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, GraphError>) -> Result<T, GraphError> {
-        let conn = self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let conn = self.conn.lock();
         f(&conn)
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back
     /// otherwise.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, GraphError>) -> Result<T, GraphError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut conn = self.conn.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
         tx.commit()?;

@@ -12,9 +12,10 @@
 pub mod meta;
 pub mod rank;
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ignore::WalkState;
@@ -98,13 +99,13 @@ impl FileIndex {
         if workspace.config().index.watch {
             index.start_watcher();
         } else {
-            *index.watch_error.lock().unwrap_or_else(|e| e.into_inner()) = Some("[index] watch = false".to_owned());
+            *index.watch_error.lock() = Some("[index] watch = false".to_owned());
         }
         let entries = walk(workspace, &index.root, None)?;
         index.watch_dirs(entries.iter().filter(|(_, e)| e.kind == EntryKind::Directory).map(|(p, _)| p.as_str()));
         let mut state = State { entries, ..Default::default() };
         derive(&mut state);
-        *index.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+        *index.state.write() = state;
         Ok(index)
     }
 
@@ -115,7 +116,7 @@ impl FileIndex {
             if matches!(event.kind, notify::EventKind::Access(_)) {
                 return;
             }
-            let mut dirty = dirty.lock().unwrap_or_else(|e| e.into_inner());
+            let mut dirty = dirty.lock();
             for path in event.paths {
                 if let Some(parent) = path.parent() {
                     dirty.insert(parent.to_path_buf());
@@ -125,22 +126,22 @@ impl FileIndex {
         };
         match notify::recommended_watcher(handler) {
             Ok(mut watcher) => match watcher.watch(&self.root, RecursiveMode::NonRecursive) {
-                Ok(()) => *self.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher),
-                Err(err) => *self.watch_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string()),
+                Ok(()) => *self.watcher.lock() = Some(watcher),
+                Err(err) => *self.watch_error.lock() = Some(err.to_string()),
             },
-            Err(err) => *self.watch_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string()),
+            Err(err) => *self.watch_error.lock() = Some(err.to_string()),
         }
     }
 
     fn watch_dirs<'a>(&self, dirs: impl Iterator<Item = &'a str>) {
-        let mut guard = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.watcher.lock();
         let Some(watcher) = guard.as_mut() else { return };
         for dir in dirs {
             if let Err(err) = watcher.watch(&self.root.join(dir), RecursiveMode::NonRecursive) {
                 // Out of inotify watches, most likely: fall back to rebuilding when stale.
                 tracing::warn!("file index: cannot watch {dir}: {err}; falling back to periodic rebuilds");
                 *guard = None;
-                *self.watch_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(err.to_string());
+                *self.watch_error.lock() = Some(err.to_string());
                 return;
             }
         }
@@ -148,7 +149,7 @@ impl FileIndex {
 
     /// Whether a watcher keeps the index fresh (else: why not).
     pub fn watching(&self) -> Result<(), String> {
-        match &*self.watch_error.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*self.watch_error.lock() {
             None => Ok(()),
             Some(reason) => Err(reason.clone()),
         }
@@ -156,23 +157,21 @@ impl FileIndex {
 
     /// Applies pending changes: rescans dirty directories, or rebuilds a stale unwatched index.
     pub fn refresh(&self, workspace: &Workspace) {
-        let watching = self.watcher.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        let watching = self.watcher.lock().is_some();
         if !watching {
-            let stale =
-                self.state.read().unwrap_or_else(|e| e.into_inner()).built.is_none_or(|t| t.elapsed() > STALE_AFTER);
+            let stale = self.state.read().built.is_none_or(|t| t.elapsed() > STALE_AFTER);
             if stale && let Ok(entries) = walk(workspace, &self.root, None) {
                 let mut state = State { entries, ..Default::default() };
                 derive(&mut state);
-                *self.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+                *self.state.write() = state;
             }
             return;
         }
-        let dirty: Vec<PathBuf> =
-            std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect();
+        let dirty: Vec<PathBuf> = std::mem::take(&mut *self.dirty.lock()).into_iter().collect();
         if dirty.is_empty() {
             return;
         }
-        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.write();
         let mut new_dirs = Vec::new();
         let mut changes = Changes::default();
         let mut dirs: Vec<String> = dirty
@@ -239,12 +238,12 @@ impl FileIndex {
 
     /// The entry at `path` (root-relative), if indexed.
     pub fn get(&self, path: &str) -> Option<IndexEntry> {
-        self.state.read().unwrap_or_else(|e| e.into_inner()).entries.get(path).cloned()
+        self.state.read().entries.get(path).cloned()
     }
 
     /// Totals for the root: (files, directories, bytes in files).
     pub fn totals(&self) -> (u64, u64, u64) {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.read();
         let files = state.doc_of.len() as u64;
         let dirs = state.entries.len() as u64 - files;
         let bytes = state.entries.values().filter(|e| e.kind == EntryKind::File).map(|e| e.size).sum();
@@ -253,7 +252,7 @@ impl FileIndex {
 
     /// Visits entries under `directory` ("" = everything) in path order; `visit` returns false to stop.
     pub fn for_each_under(&self, directory: &str, mut visit: impl FnMut(&str, &IndexEntry) -> bool) {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.read();
         let prefix = if directory.is_empty() { String::new() } else { format!("{directory}/") };
         for (path, entry) in state.entries.range(prefix.clone()..) {
             if !path.starts_with(&prefix) || !visit(path, entry) {
@@ -265,7 +264,7 @@ impl FileIndex {
     /// Ranked files for `query`, best first (ties: shorter path, then path order); `None` when the
     /// query has no searchable term.
     pub fn search(&self, query: &str) -> Option<Vec<ScoredPath>> {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.read();
         let scored = state.terms.search(query)?;
         let mut hits: Vec<ScoredPath> = scored
             .into_iter()
@@ -378,11 +377,11 @@ fn walk(
             let kind = if file_type.is_dir() { EntryKind::Directory } else { EntryKind::File };
             let size = if kind == EntryKind::File { meta.as_ref().map_or(0, |m| m.len()) } else { 0 };
             let entry = IndexEntry { kind, size, modified: meta.and_then(|m| m.modified().ok()), file_count: 0 };
-            found.lock().unwrap_or_else(|e| e.into_inner()).push((path, entry));
+            found.lock().push((path, entry));
             WalkState::Continue
         })
     });
-    Ok(found.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().collect())
+    Ok(found.into_inner().into_iter().collect())
 }
 
 /// Directory counts and sizes, the file list and the term index, from `entries`.

@@ -28,10 +28,11 @@
 mod bridge;
 mod presence;
 
+use parking_lot::Mutex;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -300,14 +301,14 @@ pub struct Host {
 impl Host {
     /// Whether this session owns the socket now.
     pub fn is_serving(&self) -> bool {
-        self.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(Listener::is_current)
+        self.listener.lock().as_ref().is_some_and(Listener::is_current)
     }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
         self.task.abort();
-        drop(self.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(self.listener.lock().take());
     }
 }
 
@@ -402,7 +403,7 @@ struct Keeper {
 impl Keeper {
     async fn tick(&mut self, engine: &Arc<Engine>, slot: &Arc<Mutex<Option<Listener>>>) {
         {
-            let mut current = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let mut current = slot.lock();
             match current.as_ref() {
                 Some(listener) if listener.is_current() => return,
                 Some(listener) => {
@@ -440,7 +441,7 @@ impl Keeper {
                     _ => tracing::info!("agents attach on {}", listener.path().display()),
                 }
                 self.last_error = None;
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+                *slot.lock() = Some(listener);
             }
             Err(err) => {
                 self.waiting_since.get_or_insert_with(Instant::now);

@@ -12,8 +12,9 @@
 //! (for diagnostics: the list of diagnostics). This works the same attached to an editor and
 //! standalone, where the servers know the files the agent touched.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -196,8 +197,8 @@ struct State {
 }
 
 impl Subscriptions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// `resources/subscribe`: computes the content now (what the subscriber has, changes are

@@ -190,7 +190,7 @@ pub(crate) fn reconcile(shared: &Shared, session: &Session) {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
     {
-        let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = shared.upstream.lock();
         if !state.editor_initialized {
             return;
         }
@@ -269,7 +269,7 @@ pub(crate) fn map_legend(shared: &Shared, session: &Session, client: &LspClient)
     };
     let map = LegendMap::new(server_legend, legend);
     let unmapped = unmapped_types(&map, server_legend);
-    session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
+    session.legend_maps.lock().insert(client.name.clone(), map);
     // Tokens not advertised at `initialize` are registered by [`reconcile`], which says so
     // itself when they cannot be.
     let advertised = session.advertised.get().is_some_and(|a| a.get("semanticTokensProvider").is_some());
@@ -280,7 +280,7 @@ pub(crate) fn map_legend(shared: &Shared, session: &Session, client: &LspClient)
             client.name,
             unmapped.join(", ")
         );
-        if shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).noted.insert(note.clone()) {
+        if shared.upstream.lock().noted.insert(note.clone()) {
             tracing::warn!("{note}");
             shared.log_to_editor(2, note);
         }
@@ -330,7 +330,7 @@ fn tokens_options(session: &Session, client: &LspClient, mut options: Value) -> 
         ));
     }
     let pass_through = map.is_identity() && client.encoding == session.encoding;
-    session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
+    session.legend_maps.lock().insert(client.name.clone(), map);
     if let Some(options) = options.as_object_mut() {
         options.insert("legend".into(), legend);
         if !pass_through && options.get("full").is_some_and(Value::is_object) {

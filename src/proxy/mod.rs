@@ -32,11 +32,12 @@ mod spelling;
 mod translate;
 mod upstream;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -164,7 +165,7 @@ pub async fn serve(
             Ok(())
         }
     };
-    drop(shared.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
+    drop(shared.listener.lock().take());
     if let Some(session) = shared.session.get() {
         let engine = session.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
@@ -355,7 +356,7 @@ impl Shared {
 
     /// Whether the editor's `initialized` came less than [`EDITOR_SETTLING`] ago.
     fn editor_settling(&self) -> bool {
-        let at = self.upstream.lock().unwrap_or_else(|e| e.into_inner()).initialized_at;
+        let at = self.upstream.lock().initialized_at;
         at.is_some_and(|at| at.elapsed() < EDITOR_SETTLING)
     }
 
@@ -376,7 +377,7 @@ impl Shared {
     /// [`upstream::EditorLink`]'s `started`).
     fn start_servers_for(&self, session: &Session, path: &Path, language: Language) {
         {
-            let mut starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+            let mut starting = self.starting.lock();
             if starting.get(&language).is_some_and(|at| at.elapsed() < Duration::from_secs(30)) {
                 return;
             }
@@ -390,7 +391,7 @@ impl Shared {
             if let Some(shared) = me.upgrade() {
                 match result {
                     Ok(_) => {
-                        shared.starting.lock().unwrap_or_else(|e| e.into_inner()).remove(&language);
+                        shared.starting.lock().remove(&language);
                     }
                     Err(err) => shared.log_to_editor(2, format!("filepuff: {err}")),
                 }
@@ -482,7 +483,7 @@ impl LspService for Proxy {
         if notification.method == "initialized" {
             // Servers that started after the `initialize` answer can be registered now.
             {
-                let mut upstream = self.shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                let mut upstream = self.shared.upstream.lock();
                 upstream.editor_initialized = true;
                 upstream.initialized_at = Some(Instant::now());
             }
@@ -532,7 +533,7 @@ fn text_sync(shared: &Shared, session: &Session, notification: AnyNotification) 
                 && let Some(language) = opened.language
                 && let Err(err @ crate::backends::BackendError::NotInstalled { .. }) =
                     engine.backends().specs_for(language)
-                && shared.starting.lock().unwrap_or_else(|e| e.into_inner()).insert(language, Instant::now()).is_none()
+                && shared.starting.lock().insert(language, Instant::now()).is_none()
             {
                 // Said once per language: its documents get no answers until it is installed.
                 shared.log_to_editor(2, format!("filepuff: {err}"));
@@ -723,7 +724,7 @@ fn status(shared: &Shared, session: &Session) -> Value {
             "message": broken.last,
         })
     }));
-    let serving = shared.listener.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.is_serving());
+    let serving = shared.listener.lock().as_ref().is_some_and(|h| h.is_serving());
     let socket = shared.agents.address(session.engine.workspace().root());
     json!({
         "positionEncoding": session.encoding.lsp_name(),
@@ -822,7 +823,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         if let Some(server_legend) = caps.pointer("/semanticTokensProvider/legend") {
             let map = LegendMap::new(server_legend, &legend);
             delta &= map.is_identity() && client.encoding == encoding;
-            session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).insert(client.name.clone(), map);
+            session.legend_maps.lock().insert(client.name.clone(), map);
         }
     }
     let refs: Vec<&Value> = capabilities.iter().collect();
@@ -887,7 +888,7 @@ async fn host_agents_when_settled(shared: std::sync::Weak<Shared>, announced: Bo
     }
     let host = announced.open().await;
     if let Some(shared) = shared.upgrade() {
-        *shared.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(host);
+        *shared.listener.lock() = Some(host);
     }
 }
 

@@ -115,7 +115,7 @@ fn offers_now(shared: &Shared, client: &LspClient, method: &str) -> bool {
     if offers(client, method) {
         return true;
     }
-    let state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+    let state = shared.upstream.lock();
     state.registrations.get(&client.serial).is_some_and(|list| list.iter().any(|(_, m)| m == method))
 }
 
@@ -155,7 +155,7 @@ pub(crate) fn request(
         }
         "workspace/executeCommand" => {
             let command = params.get("command").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let registered = shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).command_server(&command);
+            let registered = shared.upstream.lock().command_server(&command);
             let client = backends.running().into_iter().find(|c| {
                 registered.as_deref() == Some(c.name.as_str())
                     || c.capabilities.execute_command_provider.as_ref().is_some_and(|p| p.commands.contains(&command))
@@ -302,7 +302,7 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
         accepts: super::fit::Accepts::from_capabilities(&session.editor_capabilities),
         timeout: Duration::from_millis(session.engine.backends().config().request_timeout_ms.max(1)),
         legend: session.legend.get().filter(|_| tokens).map(|legend| {
-            let map = session.legend_maps.lock().unwrap_or_else(|e| e.into_inner()).get(&client.name).cloned();
+            let map = session.legend_maps.lock().get(&client.name).cloned();
             (legend.clone(), map)
         }),
     }

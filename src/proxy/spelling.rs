@@ -15,8 +15,8 @@
 //! in server→editor traffic through [`Spellings::to_editor`]: string values and object keys
 //! (`WorkspaceEdit.changes` is keyed by URI), at any depth.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use lsp_types::Url;
 use serde_json::Value;
@@ -60,8 +60,8 @@ impl Spellings {
         Spellings { root_alias, state: Mutex::new(State::default()) }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// The document an editor URI names (resolved by the workspace, cached).

@@ -108,7 +108,7 @@ impl Upstream for EditorLink {
                 let version = params.get("version").and_then(Value::as_i64);
                 let diagnostics = params.get("diagnostics").and_then(Value::as_array).cloned().unwrap_or_default();
                 let merged = {
-                    let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut state = shared.upstream.lock();
                     let by_server = state.diagnostics.entry(uri.clone()).or_default();
                     by_server.insert(from.name.clone(), (version, diagnostics));
                     let versions: HashSet<Option<i64>> = by_server.values().map(|(v, _)| *v).collect();
@@ -130,13 +130,7 @@ impl Upstream for EditorLink {
                     shared.send_status();
                 }
                 let token = params.get("token").map(token_string).unwrap_or_default();
-                let mapped = shared
-                    .upstream
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .tokens
-                    .get(&(from.serial, token))
-                    .cloned();
+                let mapped = shared.upstream.lock().tokens.get(&(from.serial, token)).cloned();
                 match mapped {
                     Some(None) => {}
                     Some(Some(editor_token)) => {
@@ -219,7 +213,7 @@ impl Upstream for EditorLink {
         let client = client.clone();
         // Registrations of the dead process are gone with it.
         let stale = {
-            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = shared.upstream.lock();
             state.late.retain(|r| r.serial != client.serial);
             state.registrations.remove(&client.serial)
         };
@@ -309,21 +303,16 @@ fn to_ready_editor(
         "window/workDoneProgress/create" => {
             let token = params.get("token").map(token_string).unwrap_or_default();
             if !supports("/window/workDoneProgress") {
-                shared.upstream.lock().unwrap_or_else(|e| e.into_inner()).tokens.insert((from.serial, token), None);
+                shared.upstream.lock().tokens.insert((from.serial, token), None);
                 return ready(Ok(Value::Null));
             }
             let editor_token = format!("filepuff/{}/{token}", from.serial);
-            shared
-                .upstream
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .tokens
-                .insert((from.serial, token), Some(editor_token.clone()));
+            shared.upstream.lock().tokens.insert((from.serial, token), Some(editor_token.clone()));
             shared.request_editor(method, json!({ "token": editor_token }))
         }
         "client/registerCapability" => {
             let languages = super::late::server_languages(session, &from.name);
-            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = shared.upstream.lock();
             let mut forwarded = Vec::new();
             for mut registration in params.get("registrations").and_then(Value::as_array).cloned().unwrap_or_default() {
                 let id = format!(
@@ -368,7 +357,7 @@ fn to_ready_editor(
             shared.request_editor(method, json!({ "registrations": forwarded }))
         }
         "client/unregisterCapability" => {
-            let mut state = shared.upstream.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = shared.upstream.lock();
             let mut forwarded = Vec::new();
             // The spec's field name is misspelt on purpose ("unregisterations", LSP 3.17).
             for mut entry in params.get("unregisterations").and_then(Value::as_array).cloned().unwrap_or_default() {

@@ -3,8 +3,8 @@
 //! `max_results` items, in path order, are kept, so memory stays bounded and the result is the
 //! same on every run whatever the thread interleaving.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// A file's results: a list that can be counted and cut.
 pub(crate) trait Items {
@@ -36,7 +36,7 @@ impl<T: Items> BoundedByPath<T> {
 
     /// Adds one file's results under `path`; `partial` says the file already left items out.
     pub(crate) fn add(&self, path: String, file: T, partial: bool) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         state.dropped_any |= partial;
         state.kept_items += file.len();
         state.kept.insert(path, file);
@@ -54,7 +54,7 @@ impl<T: Items> BoundedByPath<T> {
 
     /// The first `max_results` items in path order, and whether anything was left out.
     pub(crate) fn finish(self) -> (Vec<T>, bool) {
-        let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.into_inner();
         let mut remaining = self.max_results;
         let mut truncated = state.dropped_any;
         let mut files = Vec::new();

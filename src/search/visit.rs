@@ -5,9 +5,9 @@
 //! search takes them as written ([`for_each_source`]), the graph index takes only their paths
 //! ([`for_each_file`]).
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ignore::WalkState;
@@ -231,7 +231,7 @@ where
                 entry.path()
             };
             if !open_paths.is_empty() && open_paths.contains(path) {
-                visited_open.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
+                visited_open.lock().insert(path.to_path_buf());
                 return WalkState::Continue;
             }
             if scope.accept.is_some_and(|accept| !accept(path, None)) {
@@ -284,7 +284,7 @@ where
         if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
             break;
         }
-        let walked = visited_open.lock().unwrap_or_else(|e| e.into_inner()).contains(&path);
+        let walked = visited_open.lock().contains(&path);
         if !walked && !buffer_in_scope(&path, scope, &overrides, &exclude) {
             continue;
         }

@@ -292,13 +292,13 @@ mod tests {
         };
         let structural = crate::search::structural::search(engine, &request).unwrap();
         let structural: Vec<String> = structural.files.into_iter().map(|f| f.path.relative).collect();
-        let listed = std::sync::Mutex::new(Vec::new());
+        let listed = parking_lot::Mutex::new(Vec::new());
         crate::search::for_each_file(workspace, engine.documents(), &roots, &|_, _| true, |path, _| {
-            listed.lock().unwrap().push(workspace.resolved_from_walk(path).unwrap().relative);
+            listed.lock().push(workspace.resolved_from_walk(path).unwrap().relative);
             true
         })
         .unwrap();
-        let mut listed = listed.into_inner().unwrap();
+        let mut listed = listed.into_inner();
         listed.sort();
         [text, structural, listed]
     }

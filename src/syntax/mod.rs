@@ -7,10 +7,11 @@
 pub mod outline;
 pub mod pattern;
 
+use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use ast_grep_core::AstGrep;
 use ast_grep_core::tree_sitter::StrDoc;
@@ -230,7 +231,7 @@ impl SyntaxCache {
     /// not kept.
     fn store(&self, path: &Path, key: (Language, u64, usize), parsed: Arc<ParsedFile>, now: u64) {
         let bytes = estimated_bytes(&parsed);
-        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let _writing = self.writing.lock();
         if let Some((_, old)) = self.entries.remove(path) {
             self.used.fetch_sub(old.bytes, Ordering::Relaxed);
         }

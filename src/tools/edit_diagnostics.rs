@@ -11,7 +11,7 @@
 //! the gate held does not wait: its report says `skipped`. The gate is taken before the file's
 //! lock (`Engine::edit_base`) and never waited for, so no lock order can deadlock.
 
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use ropey::Rope;
@@ -90,11 +90,7 @@ pub(crate) fn gates<'a>(ids: impl IntoIterator<Item = &'a DocumentId>) -> Option
     slots.dedup();
     let mut held = Vec::with_capacity(slots.len());
     for slot in slots {
-        match GATES[slot].try_lock() {
-            Ok(guard) => held.push(guard),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => held.push(poisoned.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        }
+        held.push(GATES[slot].try_lock()?);
     }
     Some(held)
 }

@@ -6,8 +6,9 @@
 //! `textDocument/clangd.fileStatus` tracked for readiness; `publishDiagnostics` kept; logs and
 //! messages logged; everything else handed to the editor when one is attached.
 
+use parking_lot::Mutex;
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_lsp::router::Router;

@@ -1,6 +1,7 @@
 //! `Engine::commit` routing: editor, buffer, disk; the save rule; refusals; stale bases.
 
-use std::sync::{Arc, Mutex, Weak};
+use parking_lot::Mutex;
+use std::sync::{Arc, Weak};
 
 use super::*;
 use crate::documents::{Encoding, Position, TextChange};
@@ -19,8 +20,8 @@ struct FakeEditor {
 
 impl Editor for FakeEditor {
     fn apply(&self, label: &str, edits: &[BufferEdit], approval: Approval) -> Result<EditorAnswer, String> {
-        self.asked.lock().unwrap().push((label.to_owned(), edits.to_vec()));
-        self.approvals.lock().unwrap().push(approval);
+        self.asked.lock().push((label.to_owned(), edits.to_vec()));
+        self.approvals.lock().push(approval);
         if self.refuse {
             return Ok(EditorAnswer::Refused { reason: Some("the person said no".into()) });
         }
@@ -128,7 +129,7 @@ fn with_an_editor_open_documents_go_to_it_with_byte_edits_and_versions() {
         outcome,
         CommitOutcome::Applied(vec![Landing::Editor { version: Some(4), saved: false }, Landing::Disk])
     );
-    let asked = editor.unwrap().asked.lock().unwrap().clone();
+    let asked = editor.unwrap().asked.lock().clone();
     assert_eq!(asked.len(), 1);
     let (label, edits) = &asked[0];
     assert_eq!(label, "filepuff: rename");
@@ -213,8 +214,8 @@ fn confirmed_edits_send_every_file_to_the_editor_and_land_only_when_accepted() {
     let (fx, editor) = fixture("", Some(false));
     let outcome = fx.engine.commit("rename", rename_a_and_b(&fx.engine), Approval::Confirm).unwrap();
     let editor = editor.unwrap();
-    assert_eq!(*editor.approvals.lock().unwrap(), vec![Approval::Confirm]);
-    let asked = editor.asked.lock().unwrap().clone();
+    assert_eq!(*editor.approvals.lock(), vec![Approval::Confirm]);
+    let asked = editor.asked.lock().clone();
     assert_eq!(asked[0].1.iter().map(|e| e.version).collect::<Vec<_>>(), vec![Some(3), None]);
     let CommitOutcome::Applied(landings) = outcome else { panic!("{outcome:?}") };
     assert!(landings.iter().all(|l| l.name() == "editor"), "{landings:?}");

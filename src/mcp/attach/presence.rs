@@ -125,7 +125,7 @@ pub struct DiskNotice {
     /// --standalone").
     reason: String,
     /// The root's presence files as last listed (shared by the clones of one session).
-    listed: std::sync::Arc<std::sync::Mutex<Option<Listing>>>,
+    listed: std::sync::Arc<parking_lot::Mutex<Option<Listing>>>,
 }
 
 /// The presence files of one root in the runtime directory, and the directory's modification
@@ -159,7 +159,7 @@ impl DiskNotice {
         if !is_private_dir(&dir) {
             return Vec::new();
         }
-        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut listed = self.listed.lock();
         let fresh = listed.as_ref().is_some_and(|l| l.dir == dir && l.modified == modified);
         if !fresh {
             let files = presence_files(&dir, &workspace_hash(&self.root));

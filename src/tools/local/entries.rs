@@ -2,8 +2,8 @@
 //! excludes, `.git` skipped), with their metadata: what `localViewStructure` and
 //! `localFindFiles` list.
 
+use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::SystemTime;
 
 use ignore::WalkState;
@@ -92,11 +92,11 @@ pub(crate) fn walk_entries(
                 accessed: meta.as_ref().and_then(|m| m.accessed().ok()),
                 mode: meta.as_ref().map_or(0, |m| m.permissions().mode()),
             };
-            out.lock().unwrap_or_else(|e| e.into_inner()).push(walked);
+            out.lock().push(walked);
             WalkState::Continue
         })
     });
-    Ok(out.into_inner().unwrap_or_else(|e| e.into_inner()))
+    Ok(out.into_inner())
 }
 
 /// The extension without its dot, lower-cased (`""` when none; a leading dot is not one).

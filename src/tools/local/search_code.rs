@@ -11,8 +11,8 @@
 //! back as its own `charOffset`. Paths are relative to the workspace root, so a result's path
 //! is the next query's `path`.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -274,10 +274,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
                 if has_match(searcher, matcher, text)
                     && let Some(resolved) = workspace.resolved_from_walk(path)
                 {
-                    collector
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .add(found(buffer_version, resolved), keep_files);
+                    collector.lock().add(found(buffer_version, resolved), keep_files);
                 }
                 true
             },
@@ -295,10 +292,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
                 if has_match(searcher, matcher, FileText::Whole(bytes))
                     && let Some(resolved) = workspace.resolved_from_walk(path)
                 {
-                    collector
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .add(found(buffer_version, resolved), keep_files);
+                    collector.lock().add(found(buffer_version, resolved), keep_files);
                 }
                 true
             },
@@ -319,7 +313,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
                 {
                     let (rows, matched_lines, occurrences) = (sink.rows, sink.matched_lines, sink.occurrences);
                     let file = sink.into_file(resolved.relative, buffer_version);
-                    let mut collected = collector.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut collected = collector.lock();
                     collected.rows += rows;
                     collected.matched_lines += matched_lines;
                     collected.occurrences += occurrences;
@@ -329,7 +323,7 @@ fn search_one(engine: &Engine, query: &SearchCodeQuery, budget: usize) -> Result
             },
         )?
     };
-    let collected = collector.into_inner().unwrap_or_else(|e| e.into_inner());
+    let collected = collector.into_inner();
     let total_files = collected.files;
     let total_pages = page_count(total_files, files_per_page);
     let mut files: Vec<SearchFile> = collected.kept.into_values().skip((page - 1) * files_per_page).collect();
