@@ -22,7 +22,7 @@
 use std::io::Read;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::backends::transport::{Decoded, Decoder, FrameLimits};
 
@@ -159,11 +159,11 @@ pub fn check(body: Vec<u8>) -> Frame {
         return invalid(Value::Null, -32600, &format!("neither a request, a notification nor a response: {excerpt}"));
     }
     // A response: never answered.
-    let error = envelope.error.as_ref().filter(|e| !e.is_null());
+    let error = envelope.error.as_ref().filter(|e| e.kind != Kind::Null);
     let problem = twice.or_else(|| version.map(str::to_owned)).or_else(|| match (result, error) {
         (false, None) => Some("a response needs a result or an error".to_owned()),
         (true, Some(_)) => Some("a response has a result or an error, not both".to_owned()),
-        (_, Some(error)) => error_shape(error, duplicate_in_error(&body)),
+        (_, Some(error)) => error_shape(error),
         (true, None) => None,
     });
     let Some(problem) = problem else {
@@ -193,9 +193,9 @@ fn is_usable_id(id: &Value) -> bool {
 }
 
 /// What is wrong with a response's `error` (JSON-RPC 2.0 §5.1), if anything.
-fn error_shape(error: &Value, duplicate: bool) -> Option<String> {
-    let Value::Object(fields) = error else { return Some("error must be an object".to_owned()) };
-    if duplicate {
+fn error_shape(error: &Classified) -> Option<String> {
+    let Some((fields, duplicate)) = &error.object else { return Some("error must be an object".to_owned()) };
+    if *duplicate {
         return Some("a key of error appears more than once".to_owned());
     }
     match (fields.get("code"), fields.get("message")) {
@@ -207,7 +207,8 @@ fn error_shape(error: &Value, duplicate: bool) -> Option<String> {
 
 /// The members of a message the check looks at, and the first key that appeared twice
 /// (async-lsp's decoder refuses a duplicate field; `serde_json::Value` silently keeps the last).
-/// `params` and `result` are only classified, never built.
+/// `params` and `result` are only classified, never built; `error` is built only when it is an
+/// object (with whether it has a key twice).
 #[derive(Default)]
 struct Envelope {
     jsonrpc: Option<Value>,
@@ -215,7 +216,7 @@ struct Envelope {
     method: Option<Value>,
     params: Option<Kind>,
     result: Option<Kind>,
-    error: Option<Value>,
+    error: Option<Classified>,
     duplicate: Option<String>,
 }
 
@@ -228,17 +229,18 @@ enum Kind {
     Other,
 }
 
+/// A member read to its end: its [`Kind`] and, when asked for and it is an object, its fields
+/// and whether a key appeared twice.
+struct Classified {
+    kind: Kind,
+    object: Option<(Map<String, Value>, bool)>,
+}
+
 fn parse(body: &str) -> Result<Envelope, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(body);
     let envelope = TopLevel.deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(envelope)
-}
-
-/// Whether the `error` object of `body` has a key twice (parsed again only for error responses).
-fn duplicate_in_error(body: &[u8]) -> bool {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    ErrorKeys.deserialize(&mut deserializer).unwrap_or(false)
 }
 
 struct TopLevel;
@@ -268,9 +270,9 @@ impl<'de> Visitor<'de> for TopLevel {
                 "jsonrpc" => envelope.jsonrpc = Some(access.next_value()?),
                 "id" => envelope.id = Some(access.next_value()?),
                 "method" => envelope.method = Some(access.next_value()?),
-                "error" => envelope.error = Some(access.next_value()?),
-                "params" => envelope.params = Some(access.next_value_seed(Classify)?),
-                "result" => envelope.result = Some(access.next_value_seed(Classify)?),
+                "error" => envelope.error = Some(access.next_value_seed(Classify { keep_object: true })?),
+                "params" => envelope.params = Some(access.next_value_seed(Classify { keep_object: false })?.kind),
+                "result" => envelope.result = Some(access.next_value_seed(Classify { keep_object: false })?.kind),
                 _ => {
                     access.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -280,122 +282,62 @@ impl<'de> Visitor<'de> for TopLevel {
     }
 }
 
-/// Reads any JSON value to its end without building it, keeping only its [`Kind`].
-struct Classify;
+/// Reads any JSON value to its end, keeping its [`Kind`] and, with `keep_object`, an object's
+/// fields (async-lsp's decoder refuses a duplicate field; a `Map` keeps the last, so the
+/// duplicate is recorded beside it). Nothing else is built.
+struct Classify {
+    keep_object: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for Classify {
-    type Value = Kind;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kind, D::Error> {
-        deserializer.deserialize_any(Classify)
+    type Value = Classified;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Classified, D::Error> {
+        deserializer.deserialize_any(self)
     }
+}
+
+fn classified<E>(kind: Kind) -> Result<Classified, E> {
+    Ok(Classified { kind, object: None })
 }
 
 impl<'de> Visitor<'de> for Classify {
-    type Value = Kind;
+    type Value = Classified;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Kind, A::Error> {
-        while access.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
-        Ok(Kind::Object)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Kind, A::Error> {
-        while access.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(Kind::Array)
-    }
-    fn visit_unit<E>(self) -> Result<Kind, E> {
-        Ok(Kind::Null)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
-        Ok(Kind::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
-        Ok(Kind::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
-        Ok(Kind::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
-        Ok(Kind::Other)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
-        Ok(Kind::Other)
-    }
-}
-
-/// Finds whether the top-level `error` object has a key twice.
-struct ErrorKeys;
-
-impl<'de> DeserializeSeed<'de> for ErrorKeys {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_map(ErrorKeys)
-    }
-}
-
-impl<'de> Visitor<'de> for ErrorKeys {
-    type Value = bool;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<bool, A::Error> {
-        let mut found = false;
-        while let Some(key) = access.next_key::<String>()? {
-            if key == "error" {
-                found |= access.next_value_seed(KeysTwice)?;
-            } else {
-                access.next_value::<serde::de::IgnoredAny>()?;
-            }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Classified, A::Error> {
+        if !self.keep_object {
+            while access.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+            return classified(Kind::Object);
         }
-        Ok(found)
-    }
-}
-
-/// Whether an object has a key twice (false for anything else).
-struct KeysTwice;
-
-impl<'de> DeserializeSeed<'de> for KeysTwice {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_any(KeysTwice)
-    }
-}
-
-impl<'de> Visitor<'de> for KeysTwice {
-    type Value = bool;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<bool, A::Error> {
-        let mut keys = std::collections::HashSet::new();
-        let mut twice = false;
+        let (mut fields, mut duplicate) = (Map::new(), false);
         while let Some(key) = access.next_key::<String>()? {
-            access.next_value::<serde::de::IgnoredAny>()?;
-            twice |= !keys.insert(key);
+            let value: Value = access.next_value()?;
+            duplicate |= fields.insert(key, value).is_some();
         }
-        Ok(twice)
+        Ok(Classified { kind: Kind::Object, object: Some((fields, duplicate)) })
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<bool, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Classified, A::Error> {
         while access.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(false)
+        classified(Kind::Array)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
+    fn visit_unit<E>(self) -> Result<Classified, E> {
+        classified(Kind::Null)
     }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_bool<E>(self, _: bool) -> Result<Classified, E> {
+        classified(Kind::Other)
     }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_i64<E>(self, _: i64) -> Result<Classified, E> {
+        classified(Kind::Other)
     }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_u64<E>(self, _: u64) -> Result<Classified, E> {
+        classified(Kind::Other)
     }
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
+    fn visit_f64<E>(self, _: f64) -> Result<Classified, E> {
+        classified(Kind::Other)
     }
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
+    fn visit_str<E>(self, _: &str) -> Result<Classified, E> {
+        classified(Kind::Other)
     }
 }
 
