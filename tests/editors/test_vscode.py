@@ -111,6 +111,21 @@ class Workbench:
             .map(i => ({id: i.id, text: (i.textContent || '').trim(), label: i.querySelector('a')?.getAttribute('aria-label') || '',
                         html: i.innerHTML}))""")
 
+    def focus(self) -> str:
+        """What has the keyboard focus: the element's tag and classes, and whether it is inside the
+        editor part (where a person's typing goes into the active editor)."""
+        return self.page.evaluate("""() => {
+            const a = document.activeElement;
+            if (!a) return 'nothing';
+            const where = a.closest('.part.editor .monaco-editor') ? 'editor' : 'elsewhere';
+            return `${where}: ${a.tagName.toLowerCase()}.${String(a.className).split(' ').join('.')}`;
+        }""")
+
+    def type_in_editor(self, text: str) -> None:
+        """Types `text` as a person would, once the active editor has the keyboard focus."""
+        wait_until(lambda: self.focus().startswith("editor:"), 10, f"the editor to have the focus ({self.focus()})")
+        self.page.keyboard.type(text, delay=20)
+
     def cursor(self) -> str:
         """The status bar's selection indicator, e.g. `Ln 15, Col 6`."""
         item = next((i for i in self.status_items() if i["id"] == "status.editor.selection"), None)
@@ -247,6 +262,12 @@ def vscode(tmp_path_factory):
         "files.autoSave": "off",
         "editor.hover.delay": 300,
         "window.commandCenter": False,
+        # Pop-ups that take keys a test types are not what these tests check: no suggest widget
+        # while typing, no parameter hints, no inlay hints inside the rendered lines.
+        "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
+        "editor.suggestOnTriggerCharacters": False,
+        "editor.parameterHints.enabled": False,
+        "editor.inlayHints.enabled": "off",
     }, indent=2))
     base = [str(NODE), str(ENTRY), "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
 
@@ -350,15 +371,16 @@ def test_a_typed_error_shows_in_problems_and_clears(vscode):
     vscode.cursor_to("main.go", 11, "Println")
     vscode.page.keyboard.press("End")
     vscode.page.keyboard.press("Enter")
-    vscode.page.keyboard.type("var unused int")
+    vscode.type_in_editor("var unused int")
     # The workbench renders typed text asynchronously: wait for the line, in main.go.
     try:
         wait_until(lambda: vscode.active_tab() == "main.go"
                    and any(l.strip() == "var unused int" for l in vscode.editor_lines()), WAIT,
                    "the typed line rendered in main.go")
-    except AssertionError:
+    except AssertionError as e:
         vscode.shot("04-typed-line-missing")
-        raise
+        raise AssertionError(f"{e}; tab {vscode.active_tab()!r}, focus {vscode.focus()!r}, cursor {vscode.cursor()!r}, "
+                             f"lines {vscode.editor_lines()!r}") from None
     vscode.page.keyboard.press("Control+Shift+M")
 
     def problem_rows():
