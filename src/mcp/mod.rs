@@ -16,7 +16,7 @@ pub mod schema;
 mod stdio;
 mod toolsets;
 
-pub use stdio::{GuardedTransport, MAX_LINE_BYTES};
+pub use stdio::{GuardedTransport, Line, LineReader, MAX_LINE_BYTES};
 
 use std::sync::Arc;
 
@@ -578,7 +578,10 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Serves MCP over stdin/stdout, with the tools of `toolsets`, until the client disconnects;
+/// Longest wait, at the end of a stdio session, for its last answers to reach stdout.
+pub(crate) const STDOUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Serves MCP over stdin/stdout (each on a thread of its own: [`stdio::threads`]), with the tools of `toolsets`, until the client disconnects;
 /// with `notice`, results say when they come from disk while an editor runs
 /// ([`McpServer::with_disk_notice`]). The stream is read through [`GuardedTransport`]:
 /// malformed lines are answered, messages before `initialize` that need no answer are ignored,
@@ -592,9 +595,12 @@ pub async fn serve_stdio(
     if let Some(notice) = notice {
         server = server.with_disk_notice(notice);
     }
-    let transport = GuardedTransport::new(tokio::io::stdin(), tokio::io::stdout());
+    let (stdout, writer) = stdio::threads::stdout();
+    let transport = GuardedTransport::new(stdio::threads::stdin(), stdout);
     let service = server.serve(transport).await?;
     service.waiting().await?;
+    // The answers flushed last reach stdout before the process exits.
+    tokio::task::spawn_blocking(move || writer.wait(STDOUT_DRAIN)).await.ok();
     Ok(())
 }
 

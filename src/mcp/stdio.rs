@@ -13,6 +13,8 @@
 //!   others.
 //! - A line over [`MAX_LINE_BYTES`] is dropped unread and answered `-32600` with `"id": null`.
 
+pub mod threads;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -26,16 +28,79 @@ use tokio::sync::Mutex;
 /// Longest line read, in bytes (rmcp's own default: what the HTTP transport accepts).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// One line of newline-delimited JSON-RPC, as [`LineReader`] reads it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The line's bytes, without its `\n` (a `\r` before it is kept).
+    Whole(Vec<u8>),
+    /// A line over the reader's limit, dropped unread.
+    Oversized,
+}
+
+/// Reads a byte stream as lines of at most `max` bytes each, without ever holding more than
+/// `max` bytes of one line: what a peer sends past the limit is skipped up to its next line
+/// break. Cancel-safe: a line read in part is kept across cancelled [`LineReader::next`] calls
+/// (rmcp and the bridge poll it in a `select!`).
+pub struct LineReader<R> {
+    read: BufReader<R>,
+    max: usize,
+    /// The line being read.
+    line: Vec<u8>,
+    /// Dropping the rest of a line over `max`.
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// Lines of at most `max` bytes (line break included) from `read`.
+    pub fn new(read: R, max: usize) -> LineReader<R> {
+        LineReader { read: BufReader::with_capacity(64 * 1024, read), max, line: Vec::new(), discarding: false }
+    }
+
+    /// The next line, or `None` once the stream ended or failed (a last line without a line
+    /// break is dropped, as rmcp's own transport does).
+    pub async fn next(&mut self) -> Option<Line> {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    tracing::warn!("reading JSON-RPC lines: {err}");
+                    return None;
+                }
+            };
+            if available.is_empty() {
+                return None;
+            }
+            let (taken, done) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if !self.discarding {
+                if self.line.len() + taken > self.max {
+                    self.discarding = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(&available[..taken]);
+                }
+            }
+            self.read.consume(taken);
+            if done {
+                if std::mem::take(&mut self.discarding) {
+                    return Some(Line::Oversized);
+                }
+                let mut line = std::mem::take(&mut self.line);
+                line.pop();
+                return Some(Line::Whole(line));
+            }
+        }
+    }
+}
+
 /// An MCP server transport over a reader and a writer of newline-delimited JSON-RPC, with the
 /// guard described in the module docs.
 pub struct GuardedTransport<R, W> {
-    read: BufReader<R>,
+    read: LineReader<R>,
     write: Arc<Mutex<W>>,
-    /// The line being read: kept across cancelled `receive` calls (rmcp polls `receive` in a
-    /// `select!`), cleared once a whole line was handled.
-    line: Vec<u8>,
-    /// Dropping the rest of a line over [`MAX_LINE_BYTES`].
-    discarding: bool,
     /// Whether an `initialize` request went through.
     initialized: bool,
 }
@@ -48,48 +113,9 @@ where
     /// A transport reading requests from `read` and writing answers to `write`.
     pub fn new(read: R, write: W) -> GuardedTransport<R, W> {
         GuardedTransport {
-            read: BufReader::new(read),
+            read: LineReader::new(read, MAX_LINE_BYTES),
             write: Arc::new(Mutex::new(write)),
-            line: Vec::new(),
-            discarding: false,
             initialized: false,
-        }
-    }
-
-    /// Reads up to the next line break into `self.line` without growing it past
-    /// [`MAX_LINE_BYTES`]. `Some(true)`: a whole line; `Some(false)`: an oversized line was
-    /// dropped; `None`: the stream ended (a last line without a break is dropped, as rmcp does).
-    async fn read_line(&mut self) -> Option<bool> {
-        loop {
-            let available = match self.read.fill_buf().await {
-                Ok(bytes) => bytes,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => {
-                    tracing::warn!("MCP stdin: {err}");
-                    return None;
-                }
-            };
-            if available.is_empty() {
-                return None;
-            }
-            let (taken, done) = match memchr::memchr(b'\n', available) {
-                Some(at) => (at + 1, true),
-                None => (available.len(), false),
-            };
-            if !self.discarding {
-                if self.line.len() + taken > MAX_LINE_BYTES {
-                    self.discarding = true;
-                    self.line = Vec::new();
-                } else {
-                    self.line.extend_from_slice(&available[..taken]);
-                }
-            }
-            self.read.consume(taken);
-            if done {
-                let whole = !self.discarding;
-                self.discarding = false;
-                return Some(whole);
-            }
         }
     }
 
@@ -116,6 +142,10 @@ where
     /// What to do with one line: a message for rmcp, or nothing (after answering, if needed).
     fn handle(&mut self, line: &[u8]) -> Option<ClientJsonRpcMessage> {
         let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+        // The common case, parsed once; what fails is parsed again to be classified.
+        if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+            return self.admit(message);
+        }
         let value: Value = match serde_json::from_slice(line) {
             Ok(value) => value,
             Err(err) => {
@@ -137,6 +167,11 @@ where
                 return None;
             }
         };
+        self.admit(message)
+    }
+
+    /// `message` for rmcp, unless it is a notification or response before `initialize`.
+    fn admit(&mut self, message: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
         if !self.initialized {
             match &message {
                 JsonRpcMessage::Request(request) => {
@@ -183,18 +218,18 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let whole = self.read_line().await?;
-            let line = std::mem::take(&mut self.line);
-            if !whole {
-                self.answer(error(
-                    Value::Null,
-                    -32600,
-                    &format!("Invalid Request: a line over {MAX_LINE_BYTES} bytes"),
-                ));
-                continue;
-            }
-            let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
-            let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+            let line = match self.read.next().await? {
+                Line::Whole(line) => line,
+                Line::Oversized => {
+                    self.answer(error(
+                        Value::Null,
+                        -32600,
+                        &format!("Invalid Request: a line over {MAX_LINE_BYTES} bytes"),
+                    ));
+                    continue;
+                }
+            };
+            let trimmed = line.strip_suffix(b"\r").unwrap_or(&line);
             if trimmed.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }

@@ -49,10 +49,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 class RawMcp:
-    """`filepuff mcp --root ROOT` spoken to line by line."""
+    """`filepuff mcp --root ROOT` spoken to line by line (`--standalone` unless `bridge`: then
+    through the bridge that would attach to an editor, here serving standalone behind it)."""
 
-    def __init__(self, root: Path, log: Path, toolsets: str | None = None):
-        args = [str(filepuff_binary()), "mcp", "--standalone", "--root", str(root)]
+    def __init__(self, root: Path, log: Path, toolsets: str | None = None, bridge: bool = False):
+        args = [str(filepuff_binary()), "mcp", "--root", str(root)] + ([] if bridge else ["--standalone"])
         if toolsets:
             args += ["--toolsets", toolsets]
         self.log = log
@@ -181,6 +182,34 @@ def test_a_malformed_line_gets_a_parse_error_and_the_session_goes_on(mcp):
     assert invalid["error"]["code"] == -32600
     assert mcp.request("ping")["result"] == {}
     figure("malformed lines", attempts=sent + 1, failures=0)
+
+
+@pytest.mark.parametrize("bridge", [False, True], ids=["standalone", "bridge"])
+def test_an_oversized_or_non_utf8_line_is_answered_and_the_session_goes_on(workspace: Path, tmp_path: Path, bridge):
+    """Lines over 16 MiB are dropped unread (-32600, id null) without the process holding them;
+    bytes that are not UTF-8 are a parse error — on both of `filepuff mcp`'s stdio paths."""
+    session = RawMcp(workspace, tmp_path / "mcp.log", bridge=bridge)
+    try:
+        session.initialize()
+        before = rss_mb(session.proc.pid)
+        chunk = b"x" * (1 << 20)
+        session.send_raw(b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":"')
+        for _ in range(40):
+            session.send_raw(chunk)
+        session.send_raw(b'"}}\n')
+        oversized = session.wait_for(lambda m: m.get("error", {}).get("code") == -32600, timeout=30)
+        assert oversized["id"] is None and "over 16777216 bytes" in oversized["error"]["message"], oversized
+        grown = rss_mb(session.proc.pid) - before
+        assert grown < 30, f"RSS grew {grown:.0f} MiB reading a 40 MiB line"
+        session.send_raw(b'{"jsonrpc":"2.0","id":"u","method":"ping","params":{"s":"\xff\xfe"}}\n')
+        bad = session.wait_for(lambda m: m.get("error", {}).get("code") == -32700, timeout=10)
+        assert bad["id"] is None, bad
+        assert session.request("ping")["result"] == {}
+        result, _ = session.call("file_read", {"path": "hello.py"})
+        assert "def greet" in json.dumps(result)
+        figure("oversized line", path="bridge" if bridge else "standalone", rss_growth_mib=round(grown, 1))
+    finally:
+        session.close()
 
 
 def test_tools_list_with_an_invalid_cursor_is_invalid_params(mcp):

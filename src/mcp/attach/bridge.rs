@@ -19,10 +19,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::{BoxRead, DiskNotice};
 use crate::engine::Engine;
+use crate::mcp::stdio::threads::{self, ThreadStdout};
+use crate::mcp::{Line, LineReader, MAX_LINE_BYTES};
 
 /// How long the bridge looks for a new owner of the socket after the editor's session ended,
 /// before it goes standalone.
@@ -42,18 +44,18 @@ const HANDSHAKE: Duration = Duration::from_secs(20);
 #[derive(Default)]
 struct Replay {
     /// The agent's `initialize` request line and its id.
-    initialize: Option<(String, Value)>,
+    initialize: Option<(Vec<u8>, Value)>,
     /// Whether the agent has its answer to `initialize`.
     initialize_answered: bool,
     /// Its `notifications/initialized` line.
-    initialized: Option<String>,
+    initialized: Option<Vec<u8>>,
     /// Ids of the agent's requests not answered yet.
     pending: Vec<Value>,
 }
 
 /// Where the agent's messages go now.
 struct Upstream {
-    lines: tokio::io::Lines<BufReader<BoxRead>>,
+    lines: LineReader<BoxRead>,
     write: Box<dyn AsyncWrite + Send + Unpin>,
     /// The owner's pid (when its credentials said) when attached to an editor's `filepuff lsp`;
     /// `None` when standalone.
@@ -61,10 +63,21 @@ struct Upstream {
 }
 
 impl Upstream {
-    async fn send(&mut self, line: &str) -> std::io::Result<()> {
-        self.write.write_all(line.as_bytes()).await?;
-        self.write.write_all(b"\n").await?;
-        self.write.flush().await
+    async fn send(&mut self, line: &[u8]) -> std::io::Result<()> {
+        send_line(&mut self.write, line).await
+    }
+
+    /// The server's next line; `None` once its stream ended. An oversized line (over
+    /// [`MAX_LINE_BYTES`]) is dropped with a warning.
+    async fn next_line(&mut self) -> Option<Vec<u8>> {
+        loop {
+            match self.lines.next().await? {
+                Line::Whole(line) => return Some(line),
+                Line::Oversized => {
+                    tracing::warn!("dropped a line over {MAX_LINE_BYTES} bytes from {}", self.describe())
+                }
+            }
+        }
     }
 
     fn describe(&self) -> String {
@@ -84,25 +97,49 @@ impl Upstream {
 /// Errors: stdin or stdout failed, or the standalone MCP server stopped.
 pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>) -> anyhow::Result<()> {
     let toolsets = toolsets.as_deref();
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-    let mut stdout = tokio::io::stdout();
+    let mut stdin = LineReader::new(threads::stdin(), MAX_LINE_BYTES);
+    let (mut stdout, writer) = threads::stdout();
+    let result = relay(root, toolsets, &fallback, &mut stdin, &mut stdout).await;
+    // The answers flushed last reach the agent before the process exits.
+    drop(stdout);
+    tokio::task::spawn_blocking(move || writer.wait(crate::mcp::STDOUT_DRAIN)).await.ok();
+    result
+}
+
+async fn relay(
+    root: &Path,
+    toolsets: Option<&str>,
+    fallback: &Arc<Engine>,
+    stdin: &mut LineReader<threads::ThreadStdin>,
+    stdout: &mut ThreadStdout,
+) -> anyhow::Result<()> {
     let mut replay = Replay::default();
     let mut upstream = match connect_or_await_starting(root).await {
-        Some((stream, pid)) => match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
+        Some((stream, pid)) => match attach(stream, pid, toolsets, &mut replay, stdout).await {
             Ok(attached) => attached,
             Err(err) => {
                 tracing::warn!("cannot attach to the editor's filepuff: {err:#}; continuing standalone");
-                standalone(root, &fallback, toolsets, &mut replay, &mut stdout).await?
+                standalone(root, fallback, toolsets, &mut replay, stdout).await?
             }
         },
-        None => standalone(root, &fallback, toolsets, &mut replay, &mut stdout).await?,
+        None => standalone(root, fallback, toolsets, &mut replay, stdout).await?,
     };
     tracing::info!("serving the agent with {}", upstream.describe());
     let mut unchanged = DirWatch::default();
     loop {
         tokio::select! {
-            line = stdin.next_line() => {
-                let Some(line) = line? else { break };
+            line = stdin.next() => {
+                let line = match line {
+                    None => break,
+                    Some(Line::Whole(line)) => line,
+                    Some(Line::Oversized) => {
+                        let error = json!({ "jsonrpc": "2.0", "id": null, "error": {
+                            "code": -32600, "message": format!("Invalid Request: a line over {MAX_LINE_BYTES} bytes"),
+                        }});
+                        send_line(stdout, error.to_string().as_bytes()).await?;
+                        continue;
+                    }
+                };
                 let request = remember(&mut replay, &line);
                 // Standalone, nothing else in flight: attach if an editor serves the root now
                 // (looked for again only once the runtime directory changed: an editor that
@@ -113,7 +150,7 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
                     && unchanged.changed()
                     && let Some((stream, pid)) = connect_or_await_starting(root).await
                 {
-                    match attach(stream, pid, toolsets, &mut replay, &mut stdout).await {
+                    match attach(stream, pid, toolsets, &mut replay, stdout).await {
                         Ok(attached) => {
                             upstream = attached;
                             tracing::info!("attached to {}", upstream.describe());
@@ -131,33 +168,31 @@ pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>
                     // The editor's session ended before this line reached it: the requests
                     // before it are lost, this one goes to the next server.
                     tracing::warn!("the session of {} ended", upstream.describe());
-                    let id = serde_json::from_str::<Value>(&line).ok().and_then(|m| m.get("id").cloned());
+                    let id = Envelope::of(&line).and_then(|m| m.id);
                     replay.pending.retain(|p| Some(p) != id.as_ref());
-                    fail_pending(&mut replay, &mut stdout).await?;
+                    fail_pending(&mut replay, stdout).await?;
                     replay.pending.extend(id.filter(|_| request));
-                    upstream = next_upstream(root, &fallback, toolsets, &mut replay, &mut stdout).await?;
+                    upstream = next_upstream(root, fallback, toolsets, &mut replay, stdout).await?;
                     tracing::info!("serving the agent with {}", upstream.describe());
                     // The handshake lines were replayed already.
                     let replayed = replay.initialize.as_ref().is_some_and(|(init, _)| *init == line)
-                        || replay.initialized.as_deref() == Some(line.as_str());
+                        || replay.initialized.as_deref() == Some(line.as_slice());
                     if !replayed {
                         upstream.send(&line).await?;
                     }
                 }
             }
-            line = upstream.lines.next_line() => {
+            line = upstream.next_line() => {
                 match line {
-                    Ok(Some(line)) => {
+                    Some(line) => {
                         settle(&mut replay, &line);
-                        stdout.write_all(line.as_bytes()).await?;
-                        stdout.write_all(b"\n").await?;
-                        stdout.flush().await?;
+                        send_line(stdout, &line).await?;
                     }
-                    _ if upstream.editor.is_none() => anyhow::bail!("the standalone MCP server stopped"),
-                    _ => {
+                    None if upstream.editor.is_none() => anyhow::bail!("the standalone MCP server stopped"),
+                    None => {
                         tracing::warn!("the session of {} ended", upstream.describe());
-                        fail_pending(&mut replay, &mut stdout).await?;
-                        upstream = next_upstream(root, &fallback, toolsets, &mut replay, &mut stdout).await?;
+                        fail_pending(&mut replay, stdout).await?;
+                        upstream = next_upstream(root, fallback, toolsets, &mut replay, stdout).await?;
                         tracing::info!("serving the agent with {}", upstream.describe());
                     }
                 }
@@ -217,7 +252,7 @@ async fn next_upstream(
     fallback: &Arc<Engine>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut tokio::io::Stdout,
+    stdout: &mut ThreadStdout,
 ) -> anyhow::Result<Upstream> {
     let started = Instant::now();
     // Longer while an editor's filepuff lsp for the root has announced itself: it is starting
@@ -240,7 +275,7 @@ async fn next_upstream(
 }
 
 /// Answers every request in flight with an error: its server is gone.
-async fn fail_pending(replay: &mut Replay, stdout: &mut tokio::io::Stdout) -> std::io::Result<()> {
+async fn fail_pending(replay: &mut Replay, stdout: &mut ThreadStdout) -> std::io::Result<()> {
     for id in std::mem::take(&mut replay.pending) {
         let error = json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -32603,
@@ -253,13 +288,39 @@ async fn fail_pending(replay: &mut Replay, stdout: &mut tokio::io::Stdout) -> st
     stdout.flush().await
 }
 
+/// Writes `line` and a line break, flushed: one message to the agent or the server.
+async fn send_line(write: &mut (impl AsyncWrite + Unpin + ?Sized), line: &[u8]) -> std::io::Result<()> {
+    write.write_all(line).await?;
+    write.write_all(b"\n").await?;
+    write.flush().await
+}
+
+/// The fields of a JSON-RPC message the bridge looks at (the rest is skipped, not built into
+/// values: answers can be megabytes).
+#[derive(serde::Deserialize)]
+struct Envelope {
+    method: Option<String>,
+    /// Present (`null` included) or not.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+}
+
+impl Envelope {
+    fn of(line: &[u8]) -> Option<Envelope> {
+        serde_json::from_slice(line).ok()
+    }
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(value).map(Some)
+}
+
 /// Notes what the agent sent; true for a request other than `initialize`.
-fn remember(replay: &mut Replay, line: &str) -> bool {
-    let Ok(message) = serde_json::from_str::<Value>(line) else { return false };
-    let method = message.get("method").and_then(Value::as_str);
-    match (method, message.get("id")) {
+fn remember(replay: &mut Replay, line: &[u8]) -> bool {
+    let Some(message) = Envelope::of(line) else { return false };
+    match (message.method.as_deref(), message.id) {
         (Some("initialize"), Some(id)) => {
-            replay.initialize = Some((line.to_owned(), id.clone()));
+            replay.initialize = Some((line.to_owned(), id));
             replay.initialize_answered = false;
             false
         }
@@ -268,7 +329,7 @@ fn remember(replay: &mut Replay, line: &str) -> bool {
             false
         }
         (Some(_), Some(id)) => {
-            replay.pending.push(id.clone());
+            replay.pending.push(id);
             true
         }
         _ => false,
@@ -276,16 +337,12 @@ fn remember(replay: &mut Replay, line: &str) -> bool {
 }
 
 /// Notes an answer that goes to the agent.
-fn settle(replay: &mut Replay, line: &str) {
-    let Ok(message) = serde_json::from_str::<Value>(line) else { return };
-    if message.get("method").is_some() {
-        return;
-    }
-    let Some(id) = message.get("id") else { return };
-    if replay.initialize.as_ref().is_some_and(|(_, init)| init == id) {
+fn settle(replay: &mut Replay, line: &[u8]) {
+    let Some(Envelope { method: None, id: Some(id) }) = Envelope::of(line) else { return };
+    if replay.initialize.as_ref().is_some_and(|(_, init)| *init == id) {
         replay.initialize_answered = true;
     }
-    replay.pending.retain(|p| p != id);
+    replay.pending.retain(|p| *p != id);
 }
 
 /// Attaches to the editor's MCP server on `stream`: the options line, then the agent's
@@ -295,15 +352,15 @@ async fn attach(
     pid: Option<u32>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut tokio::io::Stdout,
+    stdout: &mut ThreadStdout,
 ) -> anyhow::Result<Upstream> {
     let (read, write) = stream.into_split();
     let mut upstream = Upstream {
-        lines: BufReader::new(Box::new(read) as BoxRead).lines(),
+        lines: LineReader::new(Box::new(read) as BoxRead, MAX_LINE_BYTES),
         write: Box::new(write),
         editor: Some(pid),
     };
-    upstream.send(&json!({ "filepuff": { "toolsets": toolsets } }).to_string()).await?;
+    upstream.send(json!({ "filepuff": { "toolsets": toolsets } }).to_string().as_bytes()).await?;
     handshake(&mut upstream, replay, stdout).await?;
     Ok(upstream)
 }
@@ -315,7 +372,7 @@ async fn standalone(
     engine: &Arc<Engine>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut tokio::io::Stdout,
+    stdout: &mut ThreadStdout,
 ) -> anyhow::Result<Upstream> {
     use rmcp::ServiceExt;
     let selection = super::toolsets(engine, toolsets).map_err(anyhow::Error::msg)?;
@@ -329,7 +386,9 @@ async fn standalone(
     );
     let server = crate::mcp::McpServer::with_toolsets(engine.clone(), selection).with_disk_notice(notice);
     tokio::spawn(async move {
-        match server.serve(server_side).await {
+        // The same line guard as every MCP byte stream: what the agent sends reaches it as sent.
+        let (read, write) = tokio::io::split(server_side);
+        match server.serve(crate::mcp::GuardedTransport::new(read, write)).await {
             Ok(service) => {
                 let _ = service.waiting().await;
             }
@@ -337,8 +396,11 @@ async fn standalone(
         }
     });
     let (read, write) = tokio::io::split(bridge_side);
-    let mut upstream =
-        Upstream { lines: BufReader::new(Box::new(read) as BoxRead).lines(), write: Box::new(write), editor: None };
+    let mut upstream = Upstream {
+        lines: LineReader::new(Box::new(read) as BoxRead, MAX_LINE_BYTES),
+        write: Box::new(write),
+        editor: None,
+    };
     handshake(&mut upstream, replay, stdout).await?;
     Ok(upstream)
 }
@@ -346,25 +408,23 @@ async fn standalone(
 /// Replays the agent's `initialize` (waiting for the answer, which goes to the agent only if it
 /// is still waiting for one) and `notifications/initialized`. Nothing to do before the agent
 /// sent `initialize`.
-async fn handshake(upstream: &mut Upstream, replay: &mut Replay, stdout: &mut tokio::io::Stdout) -> anyhow::Result<()> {
+async fn handshake(upstream: &mut Upstream, replay: &mut Replay, stdout: &mut ThreadStdout) -> anyhow::Result<()> {
     let Some((initialize, id)) = replay.initialize.clone() else { return Ok(()) };
     upstream.send(&initialize).await?;
     let answer = tokio::time::timeout(HANDSHAKE, async {
-        while let Some(line) = upstream.lines.next_line().await? {
-            let message = serde_json::from_str::<Value>(&line).ok();
-            if message.as_ref().is_some_and(|m| m.get("method").is_none() && m.get("id") == Some(&id)) {
-                return Ok(Some(line));
+        while let Some(line) = upstream.next_line().await {
+            if Envelope::of(&line).is_some_and(|m| m.method.is_none() && m.id.as_ref() == Some(&id)) {
+                return Some(line);
             }
         }
-        Ok::<_, std::io::Error>(None)
+        None
     })
     .await
-    .map_err(|_| anyhow::anyhow!("no answer to initialize within {} s", HANDSHAKE.as_secs()))??;
+    .map_err(|_| anyhow::anyhow!("no answer to initialize within {} s", HANDSHAKE.as_secs()))?;
     let Some(answer) = answer else { anyhow::bail!("the server closed the connection during initialize") };
     if !replay.initialize_answered {
         settle(replay, &answer);
-        stdout.write_all(format!("{answer}\n").as_bytes()).await?;
-        stdout.flush().await?;
+        send_line(stdout, &answer).await?;
     }
     if let Some(initialized) = &replay.initialized {
         upstream.send(initialized).await?;
@@ -379,18 +439,18 @@ mod tests {
     #[test]
     fn the_handshake_and_requests_in_flight_are_remembered() {
         let mut replay = Replay::default();
-        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#));
-        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
+        assert!(!remember(&mut replay, br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#));
+        assert!(!remember(&mut replay, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
         assert!(!replay.initialize_answered);
-        settle(&mut replay, r#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        settle(&mut replay, br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
         assert!(replay.initialize_answered);
-        assert!(remember(&mut replay, r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#));
-        assert!(remember(&mut replay, r#"{"jsonrpc":"2.0","id":"b","method":"tools/list"}"#));
-        assert!(!remember(&mut replay, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#));
+        assert!(remember(&mut replay, br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#));
+        assert!(remember(&mut replay, br#"{"jsonrpc":"2.0","id":"b","method":"tools/list"}"#));
+        assert!(!remember(&mut replay, br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#));
         assert_eq!(replay.pending, vec![json!(1), json!("b")]);
         // A server's request to the agent is not an answer.
-        settle(&mut replay, r#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
-        settle(&mut replay, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        settle(&mut replay, br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#);
+        settle(&mut replay, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
         assert_eq!(replay.pending, vec![json!("b")]);
         assert!(replay.initialized.is_some() && replay.initialize.is_some());
     }
