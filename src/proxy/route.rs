@@ -103,7 +103,7 @@ pub(crate) fn request(
     match method.as_str() {
         "workspace/symbol" => {
             let clients: Vec<Arc<LspClient>> = backends.running().into_iter().filter(|c| offers(c, &method)).collect();
-            let answers: Vec<_> = clients.iter().map(|c| send(session, c, &method, params.clone(), None)).collect();
+            let answers = fan_out(shared, session, &clients, &method, params, None);
             return Box::pin(async move { Ok(concat(futures::future::join_all(answers).await)) });
         }
         "workspace/executeCommand" => {
@@ -175,7 +175,7 @@ pub(crate) fn request(
 
 /// Sends a document request to the right ones of `clients` (the document's servers, in order).
 fn dispatch(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     session: &Session,
     clients: Vec<Arc<LspClient>>,
     language: Option<Language>,
@@ -188,8 +188,8 @@ fn dispatch(
         if chosen.len() == 1 {
             return send(session, chosen[0], method, params, Some(uri));
         }
-        let answers: Vec<_> =
-            chosen.iter().map(|c| send(session, c, method, params.clone(), Some(uri.clone()))).collect();
+        let chosen: Vec<Arc<LspClient>> = chosen.into_iter().cloned().collect();
+        let answers = fan_out(shared, session, &chosen, method, params, Some(uri));
         let completion = method == "textDocument/completion";
         return Box::pin(async move {
             let answers = futures::future::join_all(answers).await;
@@ -202,6 +202,62 @@ fn dispatch(
         return ready(Ok(Value::Null));
     }
     first_answer(session, offering, method, params, Some(uri))
+}
+
+/// Sends one request to each of `clients` (several servers). With the editor's
+/// `workDoneToken` in `params`, each server gets a token of its own and their progress reaches
+/// the editor's token as one piece of work ([`super::fan`]).
+fn fan_out(
+    shared: &Arc<Shared>,
+    session: &Session,
+    clients: &[Arc<LspClient>],
+    method: &str,
+    params: Value,
+    uri: Option<String>,
+) -> Vec<BoxFuture<'static, Result<Value, ResponseError>>> {
+    let editor_token = params.get("workDoneToken").filter(|t| t.is_string() || t.is_number()).cloned();
+    let Some(editor_token) = editor_token.filter(|_| clients.len() > 1) else {
+        return clients.iter().map(|c| send(session, c, method, params.clone(), uri.clone())).collect();
+    };
+    let serials: Vec<u64> = clients.iter().map(|c| c.serial).collect();
+    let (id, tokens) = shared.upstream.lock().fans.start(editor_token, &serials);
+    clients
+        .iter()
+        .zip(tokens)
+        .map(|(client, token)| {
+            let mut params = params.clone();
+            params["workDoneToken"] = json!(token);
+            let answer = send(session, client, method, params, uri.clone());
+            let mut done = FanDone { shared: shared.clone(), id, serial: client.serial, answered: false };
+            Box::pin(async move {
+                let result = answer.await;
+                done.answered = true;
+                drop(done);
+                result
+            }) as BoxFuture<'static, Result<Value, ResponseError>>
+        })
+        .collect()
+}
+
+/// Tells the fan its server answered (or, dropped unanswered — the editor cancelled — that it
+/// is abandoned), and sends the editor's `end` when that settles it.
+struct FanDone {
+    shared: Arc<Shared>,
+    id: u64,
+    serial: u64,
+    answered: bool,
+}
+
+impl Drop for FanDone {
+    fn drop(&mut self) {
+        let end = {
+            let mut state = self.shared.upstream.lock();
+            if self.answered { state.fans.answered(self.id, self.serial) } else { state.fans.abandon(self.id) }
+        };
+        if let Some(end) = end {
+            self.shared.notify_editor("$/progress", end);
+        }
+    }
 }
 
 /// Asks `clients` (in the routing order, [`backend_route`]) until one answers with something

@@ -199,3 +199,34 @@ def test_issue_20_an_agent_cancel_reaches_the_server_at_once(tmp_path):
         assert not session.call("ping", {}).is_error
     finally:
         session.close()
+
+
+# ---- progress of a fanned-out request ------------------------------------------------------------
+
+def test_issue_20_a_fanned_out_request_shows_one_piece_of_work_on_the_editor_token(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "main.go").write_text(MAIN_GO)
+    servers = "".join(
+        f"[servers.{name}]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE))}]\n"
+        f'languages = ["go"]\nenv = {{ FAKE_LSP_SYMBOLS = "1" }}\n'
+        for name in ("fake1", "fake2"))
+    (root / "filepuff.toml").write_text(f'{servers}[languages.go]\nservers = ["fake1", "fake2"]\n')
+    client = editor(root, tmp_path)
+    try:
+        client.open(root / "main.go", "go")
+        client.wait_for(lambda: len(client.request("filepuff/status")["servers"]) == 2, 30, "both servers running")
+        symbols = client.request("workspace/symbol", {"query": "fake", "workDoneToken": "editor-token-1"})
+        assert len({s["name"] for s in symbols}) == 2, symbols  # both servers answered
+        # Each server saw a token of its own, never the editor's.
+        time.sleep(0.3)
+        on_token = [n["params"] for n in client.notifications
+                    if n["method"] == "$/progress" and n["params"]["token"] == "editor-token-1"]
+        kinds = [p["value"]["kind"] for p in on_token]
+        assert kinds[0] == "begin" and kinds[-1] == "end", kinds
+        assert kinds.count("begin") == 1 and kinds.count("end") == 1, kinds
+        assert kinds.count("report") == 3, kinds  # two reports, and the second server's begin
+        assert not [n for n in client.notifications
+                    if n["method"] == "$/progress" and str(n["params"]["token"]).startswith("filepuff/fan/")]
+    finally:
+        client.kill()
