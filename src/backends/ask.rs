@@ -11,6 +11,10 @@
 //! more when the answer was `ContentModified`, or when background work began during it and
 //! outlived it (the answer may be partial); a crash or a timeout (the timed-out request is
 //! cancelled by the client) discards the server and asks a fresh one, once.
+//!
+//! Which of the language's servers is asked is [`super::route`]'s rule (issue 20); a cancelled
+//! call ([`crate::cancel::CancelFlag`]) cancels its request at the server at once and is
+//! neither retried nor a reason to restart the server.
 
 use std::future::Future;
 use std::sync::Arc;
