@@ -9,13 +9,14 @@
 //! raised.
 
 use std::cell::RefCell;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_util::sync::CancellationToken;
 
 /// A cancellation flag shared by a call's face and its loops. Cloning is O(1); all clones see
-/// one flag.
+/// one flag. A request to a language server awaits [`CancelFlag::cancelled`] beside its answer,
+/// so a cancelled call cancels it at the server at once (`Backends::ask`).
 #[derive(Debug, Clone, Default)]
-pub struct CancelFlag(Arc<AtomicBool>);
+pub struct CancelFlag(CancellationToken);
 
 thread_local! {
     static CURRENT: RefCell<Option<CancelFlag>> = const { RefCell::new(None) };
@@ -29,12 +30,17 @@ impl CancelFlag {
 
     /// Raises the flag: loops checking it stop at their next check.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.cancel();
     }
 
     /// Whether the flag was raised.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.is_cancelled()
+    }
+
+    /// Completes when the flag is raised (at once if it was already).
+    pub async fn cancelled(&self) {
+        self.0.cancelled().await;
     }
 
     /// The flag of the call running on this thread ([`CancelFlag::scope`]), or a flag nobody

@@ -11,6 +11,10 @@
 //! more when the answer was `ContentModified`, or when background work began during it and
 //! outlived it (the answer may be partial); a crash or a timeout (the timed-out request is
 //! cancelled by the client) discards the server and asks a fresh one, once.
+//!
+//! Which of the language's servers is asked is [`super::route`]'s rule (issue 20); a cancelled
+//! call ([`crate::cancel::CancelFlag`]) cancels its request at the server at once and is
+//! neither retried nor a reason to restart the server.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,7 +23,8 @@ use std::time::Duration;
 use lsp_types::Url;
 use ropey::Rope;
 
-use super::{Acquired, BackendError, Backends, LspClient};
+use super::{Acquired, BackendError, Backends, LspClient, route};
+use crate::cancel::CancelFlag;
 use crate::documents::Language;
 use crate::workspace::DocumentId;
 
@@ -38,6 +43,10 @@ pub enum Needs {
 pub struct Question<'a> {
     pub id: &'a DocumentId,
     pub language: Language,
+    /// The LSP method asked (`textDocument/definition`, …): which server answers it is decided
+    /// by [`super::route`]. A method without a capability field (`textDocument/publishDiagnostics`
+    /// for the pushed diagnostics) goes to the first server of the routing order.
+    pub method: &'static str,
     /// The document's current text (what the tool read: the open buffer, else the disk).
     pub text: &'a Rope,
     pub needs: Needs,
@@ -126,6 +135,11 @@ pub struct Answered<T> {
     pub completeness: Completeness,
 }
 
+/// Whether an answer says nothing ([`route::is_empty_answer`] of its JSON form).
+fn is_empty<T: serde::Serialize>(value: &T) -> bool {
+    serde_json::to_value(value).is_ok_and(|json| route::is_empty_answer(&json))
+}
+
 impl Backends {
     /// Asks the server for `question.id`'s language and project the request `make` builds
     /// (given the client, so positions can be converted to its encoding), as the module
@@ -137,7 +151,7 @@ impl Backends {
     /// [`BackendError::ContentModified`] when it said so twice.
     pub fn ask<T, F, Fut>(&self, question: Question<'_>, make: F) -> Result<Answered<T>, BackendError>
     where
-        T: Send + 'static,
+        T: Send + serde::Serialize + 'static,
         F: Fn(Arc<LspClient>) -> Fut,
         Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
     {
@@ -149,6 +163,17 @@ impl Backends {
     /// edit_diagnostics_timeout_ms`). Starting the server (spawn and `initialize`) is not part of
     /// that wait; it is bounded by `[lsp] request_timeout_ms`.
     ///
+    /// Which server: the language's servers in the order [`super::route`] decides for
+    /// `question.method`, skipping those that do not offer it (when none does, the last one is
+    /// asked, and its own error says so); for a single-answer method, an error or an empty
+    /// answer lets the next one answer (when none answers well: the first empty answer, else the
+    /// first error). [`Answered::client`] is the server that answered.
+    ///
+    /// Cancellation: when the calling thread's [`CancelFlag`] is raised (an agent's
+    /// `notifications/cancelled`), the request in flight is cancelled at the server at once
+    /// (`$/cancelRequest`) and [`BackendError::Cancelled`] returned: not retried, and the
+    /// server is not restarted.
+    ///
     /// Errors: as [`Backends::ask`].
     pub fn ask_within<T, F, Fut>(
         &self,
@@ -157,21 +182,100 @@ impl Backends {
         make: F,
     ) -> Result<Answered<T>, BackendError>
     where
+        T: Send + serde::Serialize + 'static,
+        F: Fn(Arc<LspClient>) -> Fut,
+        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+    {
+        let method = question.method;
+        let servers = self.specs_for(question.language)?;
+        let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
+        if servers.is_empty() {
+            // `[languages.NAME] navigation` names no installed server.
+            return Err(BackendError::NoServer { language: question.language.name() });
+        }
+        let single = route::is_single_answer(method);
+        let cancel = CancelFlag::current();
+        let mut fallback: Option<Result<Answered<T>, BackendError>> = None;
+        let mut asked = false;
+        let last = servers.len() - 1;
+        for (index, (spec, program)) in servers.into_iter().enumerate() {
+            let root = self.project_root(spec, question.id.path());
+            let acquired = match self.acquire_spec(spec, program, root) {
+                Ok(acquired) => acquired,
+                Err(err) => {
+                    fallback.get_or_insert(Err(err));
+                    continue;
+                }
+            };
+            if !route::offers(&acquired.client.capabilities_json, method) && (asked || index < last) {
+                continue;
+            }
+            asked = true;
+            let answer = self.ask_server(&question, spec, acquired, ready_limit, &cancel, &make);
+            match answer {
+                Ok(answered) if single && is_empty(&answered.value) => {
+                    if !matches!(fallback, Some(Ok(_))) {
+                        fallback = Some(Ok(answered));
+                    }
+                }
+                Ok(answered) => return Ok(answered),
+                Err(err @ BackendError::Cancelled { .. }) => return Err(err),
+                Err(err) if single => {
+                    if !matches!(fallback, Some(Ok(_)) | Some(Err(BackendError::Server { .. }))) {
+                        fallback = Some(Err(err));
+                    }
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        fallback.unwrap_or(Err(BackendError::NoServer { language: question.language.name() }))
+    }
+
+    /// Asks one server (`acquired`, started from `spec`): sync, readiness, the request; a crash
+    /// or a timeout discards it and asks a fresh one, once; a raised `cancel` ends the request at
+    /// the server and returns [`BackendError::Cancelled`].
+    fn ask_server<T, F, Fut>(
+        &self,
+        question: &Question<'_>,
+        spec: &super::ServerSpec,
+        acquired: Acquired,
+        ready_limit: Duration,
+        cancel: &CancelFlag,
+        make: &F,
+    ) -> Result<Answered<T>, BackendError>
+    where
         T: Send + 'static,
         F: Fn(Arc<LspClient>) -> Fut,
         Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
     {
+        let mut acquired = Some(acquired);
         let mut restarted = false;
         let mut last_error = None;
         for attempt in 0..2 {
-            let Acquired { client, restarted: was_restarted } = self.acquire(question.id.path(), question.language)?;
+            let Acquired { client, restarted: was_restarted } = match acquired.take() {
+                Some(acquired) => acquired,
+                None => {
+                    let program = self.program(&spec.command[0]).ok_or_else(|| BackendError::NotInstalled {
+                        server: spec.name.clone(),
+                        command: spec.command[0].clone(),
+                        install_hint: spec.install_hint.clone(),
+                    })?;
+                    self.acquire_spec(spec, program, self.project_root(spec, question.id.path()))?
+                }
+            };
             restarted |= was_restarted || attempt > 0;
             let uri = question.id.uri();
-            let documents = self.documents_to_sync(&client, &question);
+            let documents = self.documents_to_sync(&client, question);
             let (first, second) = (make(client.clone()), make(client.clone()));
-            let (needs, worker) = (question.needs, client.clone());
-            let outcome =
-                self.run(async move { ask_on(&worker, documents, &uri, needs, ready_limit, first, second).await });
+            let (needs, worker, cancel) = (question.needs, client.clone(), cancel.clone());
+            let outcome = self.run(async move {
+                let server = worker.name.clone();
+                tokio::select! {
+                    // Dropping the ask drops the request's future, which sends `$/cancelRequest`.
+                    _ = cancel.cancelled() => Err(BackendError::Cancelled { server }),
+                    outcome = ask_on(&worker, documents, &uri, needs, ready_limit, first, second) => outcome,
+                }
+            });
             match outcome {
                 Ok((value, completeness)) => return Ok(Answered { value, client, restarted, completeness }),
                 Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {

@@ -764,13 +764,16 @@ impl LspClient {
             }
             id
         };
+        // Dropped unanswered (the caller was cancelled, or the timeout below): the server is
+        // told to drop the request (`$/cancelRequest`, LSP 3.17) at once.
+        let mut pending = CancelOnDrop { server: Some(self.server.clone()), id };
         match tokio::time::timeout(timeout, future).await {
-            Ok(result) => self.answer::<R>(result),
+            Ok(result) => {
+                pending.server = None;
+                self.answer::<R>(result)
+            }
             Err(_) => {
-                let server = self.server.clone();
-                let _ = server.notify::<lsp_types::notification::Cancel>(lsp_types::CancelParams {
-                    id: NumberOrString::Number(id),
-                });
+                drop(pending);
                 Err(BackendError::Timeout {
                     server: self.name.clone(),
                     method: R::METHOD,
@@ -1169,6 +1172,22 @@ impl InFlight {
     fn new(shared: &Arc<Mutex<Shared>>) -> InFlight {
         lock(shared).in_flight += 1;
         InFlight(shared.clone())
+    }
+}
+
+/// Sends `$/cancelRequest` for request `id` when dropped, unless `server` was taken (answered).
+struct CancelOnDrop {
+    server: Option<ServerSocket>,
+    id: i32,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            let _ = server.notify::<lsp_types::notification::Cancel>(lsp_types::CancelParams {
+                id: NumberOrString::Number(self.id),
+            });
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 
 mod ask;
 pub mod client;
+pub mod route;
 pub mod transport;
 
 use parking_lot::Mutex;
@@ -85,6 +86,10 @@ pub enum BackendError {
          it is tried again in {retry_in_secs} s, or at once on filepuff/restart"
     )]
     Broken { server: String, starts: usize, window_secs: u64, retry_in_secs: u64, last: String },
+    /// The caller cancelled the request (an agent's `notifications/cancelled`); the server was
+    /// told at once (`$/cancelRequest`). Never retried, never a sign of a failing server.
+    #[error("the request to language server {server} was cancelled")]
+    Cancelled { server: String },
 }
 
 /// Starts of one (server, root) allowed within [`START_WINDOW`] before it is reported broken.
@@ -338,6 +343,8 @@ pub struct Backends {
     programs: Mutex<HashMap<String, Option<PathBuf>>>,
     /// `[languages.NAME] servers`, by language.
     languages: HashMap<Language, Vec<String>>,
+    /// `[languages.NAME] navigation`, by language ([`route`]).
+    navigation: HashMap<Language, Vec<String>>,
     /// One lock per (server, root) being started.
     starting: Mutex<HashMap<ClientKey, Arc<Mutex<()>>>>,
     /// The editor, behind `filepuff lsp`.
@@ -419,6 +426,11 @@ impl Backends {
                 .languages
                 .iter()
                 .filter_map(|(name, language)| Some((Language::from_name(name)?, language.servers.clone()?)))
+                .collect(),
+            navigation: config
+                .languages
+                .iter()
+                .filter_map(|(name, language)| Some((Language::from_name(name)?, language.navigation.clone()?)))
                 .collect(),
             starting: Mutex::new(HashMap::new()),
             attached: OnceLock::new(),

@@ -1,12 +1,12 @@
 //! Request routing: which server answers an editor request, and how answers are merged.
 //!
 //! - A request about a document (`params.textDocument.uri`, or a hierarchy item's `uri`) goes
-//!   to the servers of that document's language, in the configured order. Completion and code
-//!   actions are asked of every server that offers them and merged; every other method is
-//!   answered by the first server that offers it (its capability, LSP 3.17 "Server
-//!   Capabilities", or a registration it made later, as ruff does for formatting); a method
-//!   filepuff does not know goes to the first server, then the next ones while they answer
-//!   `MethodNotFound`.
+//!   to the servers of that document's language. Completion and code actions are asked of every
+//!   server that offers them and merged; every other method goes to the servers that offer it
+//!   (its capability, LSP 3.17 "Server Capabilities", or a registration it made later, as ruff
+//!   does for formatting) in the order `backends::route` decides (full servers before linters,
+//!   or `[languages.NAME] navigation`), the next one asked on `MethodNotFound` and, for a
+//!   single-answer method (definition, hover, rename, …), on an error or an empty answer.
 //! - `workspace/symbol` is asked of every running server and merged;
 //!   `workspace/executeCommand` goes to the server that offered or registered the command.
 //! - Items a later request hands back (completion items, code actions, code lenses, inlay hints,
@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use super::translate::{self, Translator};
 use super::{Session, Shared, error, internal, ready};
-use crate::backends::{BackendError, LspClient};
+use crate::backends::{BackendError, LspClient, route as backend_route};
 use crate::documents::{Encoding, Language};
 use crate::engine::Engine;
 
@@ -56,56 +56,9 @@ const ITEM: &[&str] = &[
     "typeHierarchy/subtypes",
 ];
 
-/// The `ServerCapabilities` field that says a server answers `method`.
-fn capability(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "textDocument/completion" => "completionProvider",
-        "textDocument/hover" => "hoverProvider",
-        "textDocument/signatureHelp" => "signatureHelpProvider",
-        "textDocument/definition" => "definitionProvider",
-        "textDocument/declaration" => "declarationProvider",
-        "textDocument/typeDefinition" => "typeDefinitionProvider",
-        "textDocument/implementation" => "implementationProvider",
-        "textDocument/references" => "referencesProvider",
-        "textDocument/documentHighlight" => "documentHighlightProvider",
-        "textDocument/documentSymbol" => "documentSymbolProvider",
-        "textDocument/codeAction" => "codeActionProvider",
-        "textDocument/codeLens" => "codeLensProvider",
-        "textDocument/formatting" => "documentFormattingProvider",
-        "textDocument/rangeFormatting" | "textDocument/rangesFormatting" => "documentRangeFormattingProvider",
-        "textDocument/onTypeFormatting" => "documentOnTypeFormattingProvider",
-        "textDocument/rename" | "textDocument/prepareRename" => "renameProvider",
-        "textDocument/foldingRange" => "foldingRangeProvider",
-        "textDocument/selectionRange" => "selectionRangeProvider",
-        "textDocument/semanticTokens/full"
-        | "textDocument/semanticTokens/full/delta"
-        | "textDocument/semanticTokens/range" => "semanticTokensProvider",
-        "textDocument/inlayHint" => "inlayHintProvider",
-        "textDocument/documentLink" => "documentLinkProvider",
-        "textDocument/documentColor" | "textDocument/colorPresentation" => "colorProvider",
-        "textDocument/prepareCallHierarchy" => "callHierarchyProvider",
-        "textDocument/prepareTypeHierarchy" => "typeHierarchyProvider",
-        "textDocument/linkedEditingRange" => "linkedEditingRangeProvider",
-        "textDocument/moniker" => "monikerProvider",
-        "textDocument/inlineValue" => "inlineValueProvider",
-        "textDocument/diagnostic" => "diagnosticProvider",
-        "workspace/symbol" => "workspaceSymbolProvider",
-        "workspace/executeCommand" => "executeCommandProvider",
-        _ => return None,
-    })
-}
-
-/// Whether `client` offers `method` (unknown methods: yes).
+/// Whether `client` offers `method` (unknown methods: yes), by its `initialize` answer.
 fn offers(client: &LspClient, method: &str) -> bool {
-    let Some(field) = capability(method) else { return true };
-    let caps = &client.capabilities_json;
-    match caps.get(field) {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(_) if method == "textDocument/prepareRename" => {
-            caps.pointer("/renameProvider/prepareProvider").and_then(Value::as_bool).unwrap_or(false)
-        }
-        Some(_) => true,
-    }
+    backend_route::offers(&client.capabilities_json, method)
 }
 
 /// Whether `client` offers `method` now: in its `initialize` answer, or by a registration still
@@ -150,7 +103,7 @@ pub(crate) fn request(
     match method.as_str() {
         "workspace/symbol" => {
             let clients: Vec<Arc<LspClient>> = backends.running().into_iter().filter(|c| offers(c, &method)).collect();
-            let answers: Vec<_> = clients.iter().map(|c| send(session, c, &method, params.clone(), None)).collect();
+            let answers = fan_out(shared, session, &clients, &method, params, None);
             return Box::pin(async move { Ok(concat(futures::future::join_all(answers).await)) });
         }
         "workspace/executeCommand" => {
@@ -171,8 +124,9 @@ pub(crate) fn request(
     }
 
     let Some(uri) = document_uri(&method, &params) else {
-        // Not about a document: the first running server that knows the method.
-        let clients = backends.running();
+        // Not about a document: the running servers, in the routing order, until one knows
+        // the method.
+        let clients = backends.answer_order(None, &method, backends.running(), |c| c.name.as_str());
         return first_answer(session, clients, &method, params, None);
     };
     let Ok(url) = Url::parse(&uri) else {
@@ -213,17 +167,18 @@ pub(crate) fn request(
             }
             let Some(session) = me.ready_session() else { return Ok(Value::Null) };
             let (clients, _) = engine.backends().clients_of(&id, Some(language));
-            dispatch(&me, session, clients, &method, params, uri).await
+            dispatch(&me, session, clients, Some(language), &method, params, uri).await
         });
     }
-    dispatch(shared, session, clients, &method, params, uri)
+    dispatch(shared, session, clients, language, &method, params, uri)
 }
 
 /// Sends a document request to the right ones of `clients` (the document's servers, in order).
 fn dispatch(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     session: &Session,
     clients: Vec<Arc<LspClient>>,
+    language: Option<Language>,
     method: &str,
     params: Value,
     uri: String,
@@ -233,8 +188,8 @@ fn dispatch(
         if chosen.len() == 1 {
             return send(session, chosen[0], method, params, Some(uri));
         }
-        let answers: Vec<_> =
-            chosen.iter().map(|c| send(session, c, method, params.clone(), Some(uri.clone()))).collect();
+        let chosen: Vec<Arc<LspClient>> = chosen.into_iter().cloned().collect();
+        let answers = fan_out(shared, session, &chosen, method, params, Some(uri));
         let completion = method == "textDocument/completion";
         return Box::pin(async move {
             let answers = futures::future::join_all(answers).await;
@@ -242,13 +197,72 @@ fn dispatch(
         });
     }
     let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers_now(shared, c, method)).collect();
+    let offering = session.engine.backends().answer_order(language, method, offering, |c| c.name.as_str());
     if offering.is_empty() {
         return ready(Ok(Value::Null));
     }
     first_answer(session, offering, method, params, Some(uri))
 }
 
-/// Asks `clients` in order until one answers with something other than `MethodNotFound`.
+/// Sends one request to each of `clients` (several servers). With the editor's
+/// `workDoneToken` in `params`, each server gets a token of its own and their progress reaches
+/// the editor's token as one piece of work ([`super::fan`]).
+fn fan_out(
+    shared: &Arc<Shared>,
+    session: &Session,
+    clients: &[Arc<LspClient>],
+    method: &str,
+    params: Value,
+    uri: Option<String>,
+) -> Vec<BoxFuture<'static, Result<Value, ResponseError>>> {
+    let editor_token = params.get("workDoneToken").filter(|t| t.is_string() || t.is_number()).cloned();
+    let Some(editor_token) = editor_token.filter(|_| clients.len() > 1) else {
+        return clients.iter().map(|c| send(session, c, method, params.clone(), uri.clone())).collect();
+    };
+    let serials: Vec<u64> = clients.iter().map(|c| c.serial).collect();
+    let (id, tokens) = shared.upstream.lock().fans.start(editor_token, &serials);
+    clients
+        .iter()
+        .zip(tokens)
+        .map(|(client, token)| {
+            let mut params = params.clone();
+            params["workDoneToken"] = json!(token);
+            let answer = send(session, client, method, params, uri.clone());
+            let mut done = FanDone { shared: shared.clone(), id, serial: client.serial, answered: false };
+            Box::pin(async move {
+                let result = answer.await;
+                done.answered = true;
+                drop(done);
+                result
+            }) as BoxFuture<'static, Result<Value, ResponseError>>
+        })
+        .collect()
+}
+
+/// Tells the fan its server answered (or, dropped unanswered — the editor cancelled — that it
+/// is abandoned), and sends the editor's `end` when that settles it.
+struct FanDone {
+    shared: Arc<Shared>,
+    id: u64,
+    serial: u64,
+    answered: bool,
+}
+
+impl Drop for FanDone {
+    fn drop(&mut self) {
+        let end = {
+            let mut state = self.shared.upstream.lock();
+            if self.answered { state.fans.answered(self.id, self.serial) } else { state.fans.abandon(self.id) }
+        };
+        if let Some(end) = end {
+            self.shared.notify_editor("$/progress", end);
+        }
+    }
+}
+
+/// Asks `clients` (in the routing order, [`backend_route`]) until one answers with something
+/// other than `MethodNotFound` — for a single-answer method, until one answers without an
+/// error and not empty; when none does, the first empty answer, else the first error.
 fn first_answer(
     session: &Session,
     clients: Vec<Arc<LspClient>>,
@@ -266,16 +280,42 @@ fn first_answer(
     let fallbacks: Vec<(Ctx, Arc<LspClient>)> =
         clients[1..].iter().map(|c| (context(session, c, method), c.clone())).collect();
     let method = method.to_owned();
+    let single = backend_route::is_single_answer(&method);
     Box::pin(async move {
         let mut result = answer.await;
+        // When no server answers well: the first empty answer, else the first error that is
+        // not `MethodNotFound`, else the last answer.
+        let mut fallback: Option<Result<Value, ResponseError>> = None;
         for (ctx, client) in fallbacks {
-            match &result {
-                Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => {}
-                _ => break,
+            let (next, rank) = match &result {
+                Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => (true, 0),
+                Err(_) => (single, 1),
+                Ok(value) => (single && backend_route::is_empty_answer(value), 2),
+            };
+            if !next {
+                return result;
+            }
+            let kept_rank = match &fallback {
+                None => -1,
+                Some(Err(err)) if err.code == ErrorCode::METHOD_NOT_FOUND => 0,
+                Some(Err(_)) => 1,
+                Some(Ok(_)) => 2,
+            };
+            if rank > kept_rank {
+                fallback = Some(result);
             }
             result = forward(ctx, client, method.clone(), params.clone(), uri.clone(), false).await;
         }
-        result
+        let rank = |answer: &Result<Value, ResponseError>| match answer {
+            Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => 0,
+            Err(_) => 1,
+            Ok(value) if single && backend_route::is_empty_answer(value) => 2,
+            Ok(_) => 3,
+        };
+        match fallback {
+            Some(kept) if rank(&kept) > rank(&result) => kept,
+            _ => result,
+        }
     })
 }
 

@@ -6,7 +6,8 @@
 //! - `window/workDoneProgress/create` + `$/progress`: servers' tokens are renamed
 //!   `filepuff/SERIAL/TOKEN` (two servers both counting from 0 would collide); tokens the
 //!   editor made (a request's `workDoneToken`) pass unchanged. Without editor support for
-//!   progress, the proxy answers `create` itself and drops the reports.
+//!   progress, the proxy answers `create` itself and drops the reports. Progress on the tokens
+//!   of a fanned-out request goes through [`super::fan`].
 //! - `client/registerCapability`: file watching is done by filepuff itself and absorbed; the
 //!   rest is forwarded with ids made unique per server and, for document features, a
 //!   `documentSelector` limited to the server's languages; commands are remembered for
@@ -45,6 +46,8 @@ pub(crate) struct State {
     /// Progress tokens servers created: (serial, token) → the editor's token, or `None` when
     /// the editor does not do progress.
     tokens: HashMap<(u64, String), Option<String>>,
+    /// Requests fanned out with the editor's `workDoneToken` ([`super::fan`]).
+    pub(super) fans: super::fan::Fans,
     /// `workspace/executeCommand` commands registered dynamically, by server name.
     pub(super) commands: HashMap<String, String>,
     /// Registrations forwarded to the editor, per server serial: (editor id, method) — the
@@ -130,6 +133,18 @@ impl Upstream for EditorLink {
                     shared.send_status();
                 }
                 let token = params.get("token").map(token_string).unwrap_or_default();
+                let value = params.get("value").cloned().unwrap_or_default();
+                let fanned = shared.upstream.lock().fans.progress(from.serial, &token, &value);
+                match fanned {
+                    super::fan::Progress::NotFan => {}
+                    super::fan::Progress::Drop => return,
+                    super::fan::Progress::Forward(params) => {
+                        if ready {
+                            shared.notify_editor(method, params);
+                        }
+                        return;
+                    }
+                }
                 let mapped = shared.upstream.lock().tokens.get(&(from.serial, token)).cloned();
                 match mapped {
                     Some(None) => {}

@@ -169,14 +169,15 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
         return Ok(fallback::definition(engine, &target, note));
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) = target.ask(engine, Needs::Index, |client, position| {
-        let params = GotoDefinitionParams {
-            text_document_position_params: position,
-            work_done_progress_params: WorkDoneProgressParams::default(),
-            partial_result_params: PartialResultParams::default(),
-        };
-        async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
-    })?;
+    let (locations, answer, encoding) =
+        target.ask(engine, "textDocument/definition", Needs::Index, |client, position| {
+            let params = GotoDefinitionParams {
+                text_document_position_params: position,
+                work_done_progress_params: WorkDoneProgressParams::default(),
+                partial_result_params: PartialResultParams::default(),
+            };
+            async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
+        })?;
     let mut locator = Locator::new(engine, encoding);
     let definitions = locations
         .iter()
@@ -201,15 +202,16 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
         return Ok(references_page(references, &params.page, engine, answer));
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) = target.ask(engine, Needs::Index, move |client, position| {
-        let params = ReferenceParams {
-            text_document_position: position,
-            work_done_progress_params: WorkDoneProgressParams::default(),
-            partial_result_params: PartialResultParams::default(),
-            context: ReferenceContext { include_declaration },
-        };
-        async move { client.request::<References>(params, timeout).await.map(Option::unwrap_or_default) }
-    })?;
+    let (locations, answer, encoding) =
+        target.ask(engine, "textDocument/references", Needs::Index, move |client, position| {
+            let params = ReferenceParams {
+                text_document_position: position,
+                work_done_progress_params: WorkDoneProgressParams::default(),
+                partial_result_params: PartialResultParams::default(),
+                context: ReferenceContext { include_declaration },
+            };
+            async move { client.request::<References>(params, timeout).await.map(Option::unwrap_or_default) }
+        })?;
     let mut locator = Locator::new(engine, encoding);
     let references = locations.iter().map(|location| locator.info(location).0).collect();
     Ok(references_page(references, &params.page, engine, answer))
@@ -263,7 +265,7 @@ pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutp
         });
     }
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, Needs::Document, |client, position| {
+    let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, |client, position| {
         let params =
             HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
         async move { client.request::<HoverRequest>(params, timeout).await }
@@ -428,17 +430,18 @@ impl Target {
     pub(super) fn ask<T, F, Fut>(
         &self,
         engine: &Engine,
+        method: &'static str,
         needs: Needs,
         make: F,
     ) -> Result<(T, AnswerInfo, Encoding), ToolError>
     where
-        T: Send + 'static,
+        T: Send + Serialize + 'static,
         F: Fn(Arc<LspClient>, TextDocumentPositionParams) -> Fut,
         Fut: std::future::Future<Output = Result<T, BackendError>> + Send + 'static,
     {
         let id = self.resolved.id();
         let uri = id.uri();
-        let question = Question { id: &id, language: self.language, text: &self.text, needs };
+        let question = Question { id: &id, language: self.language, method, text: &self.text, needs };
         let answered = engine
             .backends()
             .ask(question, |client| {
@@ -665,6 +668,11 @@ pub(super) fn backend_error(err: BackendError) -> ToolError {
         )
         .with("server", server)
         .with("method", method),
+        BackendError::Cancelled { server } => {
+            ToolError::new(ErrorCode::LspServerError, message, "The call was cancelled; nothing to do.")
+                .with("server", server)
+                .with("cancelled", true)
+        }
     }
 }
 
@@ -910,7 +918,7 @@ pub fn file_diagnostics_within(
 ) -> Result<FileDiagnostics, ToolError> {
     let uri = id.uri();
     let deadline = std::time::Instant::now() + limit;
-    let question = Question { id, language, text, needs: Needs::Index };
+    let question = Question { id, language, method: "textDocument/publishDiagnostics", text, needs: Needs::Index };
     let answered = engine
         .backends()
         .ask_within(question, limit, |client| {

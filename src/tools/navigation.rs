@@ -41,7 +41,7 @@ pub struct HoverOutput {
 pub fn hover(engine: &Engine, params: PositionParams) -> Result<HoverOutput, ToolError> {
     let target = Target::resolve(engine, &params)?;
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, Needs::Document, move |client, position| {
+    let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, move |client, position| {
         let params =
             HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
         async move { client.request::<HoverRequest>(params, timeout).await }
@@ -96,14 +96,15 @@ pub struct DocumentSymbolsOutput {
 pub fn document_symbols(engine: &Engine, params: DocumentSymbolsParams) -> Result<DocumentSymbolsOutput, ToolError> {
     let target = Target::file(engine, &params.file)?;
     let timeout = request_timeout(engine);
-    let (response, answer, encoding) = target.ask(engine, Needs::Document, move |client, position| {
-        let params = DocumentSymbolParams {
-            text_document: position.text_document,
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
-        };
-        async move { client.request::<DocumentSymbolRequest>(params, timeout).await }
-    })?;
+    let (response, answer, encoding) =
+        target.ask(engine, "textDocument/documentSymbol", Needs::Document, move |client, position| {
+            let params = DocumentSymbolParams {
+                text_document: position.text_document,
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            };
+            async move { client.request::<DocumentSymbolRequest>(params, timeout).await }
+        })?;
     let uri = target.uri()?;
     let convert_nested = |symbols: Vec<lsp_types::DocumentSymbol>| -> Vec<SymbolEntry> {
         fn walk(
@@ -390,7 +391,7 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
     let timeout = request_timeout(engine);
     type Calls = (Option<CallHierarchyItem>, Vec<(CallHierarchyItem, Vec<lsp_types::Range>)>);
     let (found, answer, encoding): (Calls, _, _) =
-        target.ask(engine, Needs::Index, move |client, position| async move {
+        target.ask(engine, "textDocument/prepareCallHierarchy", Needs::Index, move |client, position| async move {
             let prepare = CallHierarchyPrepareParams {
                 text_document_position_params: position,
                 work_done_progress_params: Default::default(),

@@ -115,14 +115,15 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
     let target = Target::resolve(engine, &params.position)?;
     let timeout = request_timeout(engine);
     let new_name = params.new_name.clone();
-    let (edit, answer, encoding) = target.ask(engine, crate::backends::Needs::Index, move |client, position| {
-        let params = RenameParams {
-            text_document_position: position,
-            new_name: new_name.clone(),
-            work_done_progress_params: WorkDoneProgressParams::default(),
-        };
-        async move { client.request::<Rename>(params, timeout).await }
-    })?;
+    let (edit, answer, encoding) =
+        target.ask(engine, "textDocument/rename", crate::backends::Needs::Index, move |client, position| {
+            let params = RenameParams {
+                text_document_position: position,
+                new_name: new_name.clone(),
+                work_done_progress_params: WorkDoneProgressParams::default(),
+            };
+            async move { client.request::<Rename>(params, timeout).await }
+        })?;
     let edits = edit.map(text_edits).unwrap_or_default();
     let mut planned = Vec::new();
     for (uri, edits) in edits {

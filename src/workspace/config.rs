@@ -121,8 +121,13 @@ pub struct LanguageConfig {
     /// Every server that serves the language, in order (e.g. `["basedpyright", "ruff"]`):
     /// diagnostics, completions, code actions and workspace symbols are merged from all of
     /// them; single answers (definition, hover, formatting, …) come from the first that offers
-    /// the method. Default: the first installed server of the language.
+    /// the method, full servers before linters (`backends::route`). Default: the first
+    /// installed server of the language.
     pub servers: Option<Vec<String>>,
+    /// The servers that answer navigation (definition, hover, references, rename, symbols, …),
+    /// in order, e.g. `["basedpyright"]`; servers not named are not asked for it. Default: every
+    /// server of `servers` that offers the method, full servers before linters.
+    pub navigation: Option<Vec<String>>,
 }
 
 /// `[limits]`: sizes that protect memory and an agent's context.

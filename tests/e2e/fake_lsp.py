@@ -25,6 +25,9 @@ Configured by environment variables (set them in `[servers.NAME] env` of filepuf
     FAKE_LSP_PROGRESS       "1": at `initialized`, ask the client `window/workDoneProgress/create`
                             (token "fake-setup", as gopls does for "Setting up workspace"); when
                             it is answered without an error, send $/progress begin, report, end
+    FAKE_LSP_SYMBOLS        "1": offer workspace/symbol and answer it with one symbol, `fake_PID`;
+                            with a `workDoneToken` in the request, first send $/progress begin
+                            (title "fake PID"), report and end on that token
     FAKE_LSP_FAULT_ON       the trigger: "initialized" (the notification after initialize) or
                             "request" (the first textDocument/definition; the default)
 """
@@ -118,6 +121,8 @@ def main():
             capabilities = {"definitionProvider": True,
                             "positionEncoding": os.environ.get("FAKE_LSP_ENCODING", "utf-16"),
                             "textDocumentSync": 2}
+            if os.environ.get("FAKE_LSP_SYMBOLS") == "1":
+                capabilities["workspaceSymbolProvider"] = True
             if os.environ.get("FAKE_LSP_CAPS_FILE"):
                 with open(os.environ["FAKE_LSP_CAPS_FILE"]) as caps:
                     capabilities.update(json.load(caps))
@@ -143,6 +148,17 @@ def main():
         elif answer and method == "textDocument/hover":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "contents": {"kind": "plaintext", "value": f"fake hover from {os.getpid()}"}}})
+        elif method == "workspace/symbol" and os.environ.get("FAKE_LSP_SYMBOLS") == "1":
+            token = message["params"].get("workDoneToken")
+            if token is not None:
+                for value in ({"kind": "begin", "title": f"fake {os.getpid()}"},
+                              {"kind": "report", "message": "searching"},
+                              {"kind": "end"}):
+                    send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": token, "value": value}})
+            send({"jsonrpc": "2.0", "id": message["id"], "result": [{
+                "name": f"fake_{os.getpid()}", "kind": 12,
+                "location": {"uri": "file:///nowhere.go", "range": {"start": {"line": 0, "character": 0},
+                                                                   "end": {"line": 0, "character": 1}}}}]})
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif method == "exit":
