@@ -5,6 +5,7 @@
 //! binary checks every tool relies on. Position conversion lives in [`position`] and nowhere
 //! else.
 
+mod disk_cache;
 pub mod language;
 pub mod position;
 
@@ -158,6 +159,8 @@ pub struct DocumentStore {
     changed: Condvar,
     /// Files read from disk under this root must really be under it (see [`load_from_disk`]).
     root: Option<PathBuf>,
+    /// Texts of files not open, reused while unchanged on disk.
+    disk_cache: disk_cache::DiskCache,
 }
 
 impl DocumentStore {
@@ -296,7 +299,9 @@ impl DocumentStore {
         }
     }
 
-    /// The current text of `id`: the open buffer if there is one, else the file on disk.
+    /// The current text of `id`: the open buffer if there is one, else the file on disk (read
+    /// as [`load_from_disk`] reads it, or that text again while the file is unchanged: see
+    /// `disk_cache`).
     pub fn text(&self, id: &DocumentId, max_bytes: u64) -> Result<SourceText, ReadError> {
         if let Some(document) = self.get(id) {
             let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
@@ -306,7 +311,12 @@ impl DocumentStore {
                 language,
             });
         }
-        load_from_disk(id.path(), max_bytes, self.root.as_deref())
+        if let Some(text) = self.disk_cache.get(id, id.path(), max_bytes) {
+            return Ok(text);
+        }
+        let (text, metadata) = load_with_metadata(id.path(), max_bytes, self.root.as_deref())?;
+        self.disk_cache.put(id, &metadata, &text);
+        Ok(text)
     }
 }
 
@@ -378,6 +388,15 @@ fn check_edits<'a>(text: &Rope, edits: &'a [ByteEdit]) -> Result<Vec<&'a ByteEdi
 /// byte, [`ReadError::Io`] otherwise. Invalid UTF-8 is replaced with U+FFFD and reported through
 /// [`Origin::Disk`]`{ lossy: true }`.
 pub fn load_from_disk(path: &Path, max_bytes: u64, root: Option<&Path>) -> Result<SourceText, ReadError> {
+    load_with_metadata(path, max_bytes, root).map(|(text, _)| text)
+}
+
+/// [`load_from_disk`], with the metadata of the descriptor read.
+fn load_with_metadata(
+    path: &Path,
+    max_bytes: u64,
+    root: Option<&Path>,
+) -> Result<(SourceText, std::fs::Metadata), ReadError> {
     let (bytes, metadata) = read_bytes(path, max_bytes, root)?;
     if let Some(offset) = memchr_nul(&bytes[..bytes.len().min(BINARY_PROBE_BYTES)]) {
         return Err(ReadError::Binary { path: path.to_path_buf(), offset });
@@ -386,11 +405,15 @@ pub fn load_from_disk(path: &Path, max_bytes: u64, root: Option<&Path>) -> Resul
         Ok(text) => (text, false),
         Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
     };
-    Ok(SourceText {
-        text: Rope::from_str(&text),
-        origin: Origin::Disk { modified: metadata.modified().ok(), lossy },
-        language: Language::from_path(path),
-    })
+    let modified = metadata.modified().ok();
+    Ok((
+        SourceText {
+            text: Rope::from_str(&text),
+            origin: Origin::Disk { modified, lossy },
+            language: Language::from_path(path),
+        },
+        metadata,
+    ))
 }
 
 /// The bytes of the file at `path`, as stored, opened and checked as [`load_from_disk`] does
