@@ -25,7 +25,8 @@ pub struct PageParams {
     #[serde(default)]
     pub offset: Option<usize>,
     /// Most items to return in this page (default: as many as the output budget holds; 100 for
-    /// workspace_symbols). A large value does not lift the budget.
+    /// workspace_symbols). A large value does not lift the budget; 0 returns no items, only the
+    /// totals.
     #[serde(default)]
     pub max_results: Option<usize>,
     /// Most characters of JSON to return (default `[limits] max_output_chars`, 40000). Past it the
@@ -87,7 +88,7 @@ impl Limits {
     pub(crate) fn new(params: &PageParams, default_max: usize, budget: usize) -> Limits {
         Limits {
             offset: params.offset.unwrap_or(0),
-            max_results: params.max_results.unwrap_or(default_max).max(1),
+            max_results: params.max_results.unwrap_or(default_max),
             max_chars: params.max_chars.unwrap_or(budget).max(1),
         }
     }
@@ -130,7 +131,10 @@ pub(crate) fn page<T: Serialize>(
         } else {
             format!("max_results={} ended this page", limits.max_results)
         };
-        format!("{} more {unit}: {why}; continue with offset={next}", total - next)
+        let left = total - next;
+        // "1 more reference", "2 more references" (every unit is a plural in -s).
+        let unit = if left == 1 { unit.strip_suffix('s').unwrap_or(unit) } else { unit };
+        format!("{left} more {unit}: {why}; continue with offset={next}")
     });
     let info =
         PageInfo { total, offset: limits.offset, returned, truncated, next_offset: truncated.then_some(next), hint };
@@ -190,6 +194,17 @@ mod tests {
         assert!(kept.is_empty());
         assert_eq!((info.total, info.offset, info.returned, info.truncated), (2, 9, 0, false));
         assert_eq!(info.text_line("items").unwrap(), "page: items none of 2\n");
+    }
+
+    #[test]
+    fn max_results_zero_gives_the_totals_and_one_more_item_is_singular() {
+        let items: Vec<String> = (0..3).map(|i| i.to_string()).collect();
+        let (kept, info) = page(items.clone(), limits(0, 0, 1000), "references", |_| 0);
+        assert!(kept.is_empty());
+        assert_eq!((info.total, info.returned, info.next_offset), (3, 0, Some(0)));
+        assert!(info.hint.as_deref().unwrap().starts_with("3 more references: max_results=0"), "{info:?}");
+        let (_, info) = page(items, limits(0, 2, 1000), "references", |_| 0);
+        assert!(info.hint.as_deref().unwrap().starts_with("1 more reference: "), "{info:?}");
     }
 
     #[test]
