@@ -530,7 +530,10 @@ fn render_doctor(reports: &Vec<crate::backends::ServerReport>) -> String {
                 Some(version) => format!("found {} ({version})", path.display()),
                 None => format!("found {}, but its version command failed: it may not run", path.display()),
             },
-            (None, _) => format!("missing — install: {}", r.install_hint),
+            (None, _) => match &r.unusable {
+                Some(why) => format!("missing: {why} — install: {}", r.install_hint),
+                None => format!("missing — install: {}", r.install_hint),
+            },
         };
         let serves = if r.serves.is_empty() { "-".to_owned() } else { r.serves.join(", ") };
         out.push_str(&format!("{:<28} {:<40} serves: {serves}\n  {state}\n", r.name, r.command.join(" ")));

@@ -295,6 +295,25 @@ pub fn find_program(command: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join(command)).find(|candidate| is_executable(candidate))
 }
 
+/// Why `command` is not found although `PATH` names it: the first `PATH` entry of that name
+/// that is a symlink to nothing (a moved or deleted install), as "LINK -> TARGET", or a file
+/// that is not executable. `None` when no entry of that name exists.
+pub fn unusable_program(command: &str) -> Option<String> {
+    if command.contains('/') {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(command)).find_map(|candidate| {
+        let metadata = std::fs::symlink_metadata(&candidate).ok()?;
+        if metadata.file_type().is_symlink() && !candidate.exists() {
+            let target = std::fs::read_link(&candidate).map(|t| t.display().to_string()).unwrap_or_default();
+            return Some(format!("{} -> {target} is a broken symlink", candidate.display()));
+        }
+        (candidate.is_file() && !is_executable(&candidate))
+            .then(|| format!("{} is not executable", candidate.display()))
+    })
+}
+
 /// For tests that need a real program (a language server, python3 for the fake one): the
 /// program, or `None` with the reason printed — and a panic when `FILEPUFF_CI` is set, so CI
 /// cannot pass by silently testing less.
@@ -1113,6 +1132,9 @@ pub struct ServerReport {
     pub languages: Vec<&'static str>,
     /// Where the program was found on `PATH`, if it was.
     pub path: Option<PathBuf>,
+    /// When it was not: a `PATH` entry of its name that cannot run ([`unusable_program`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
     /// What the program printed for its version (first line), if it ran.
     pub version: Option<String>,
     /// Languages for which this is the server filepuff would use.
@@ -1129,6 +1151,7 @@ pub fn doctor(backends: &Backends) -> Vec<ServerReport> {
         .iter()
         .map(|spec| {
             let path = find_program(&spec.command[0]);
+            let unusable = if path.is_none() { unusable_program(&spec.command[0]) } else { None };
             let version = path.as_ref().and_then(|program| program_version(&spec.name, program));
             // A program that is found but cannot report its version (a rustup proxy without the
             // component) would fail to start: it serves nothing.
@@ -1144,6 +1167,7 @@ pub fn doctor(backends: &Backends) -> Vec<ServerReport> {
                 command: spec.command.clone(),
                 languages: spec.languages.iter().map(|l| l.name()).collect(),
                 path,
+                unusable,
                 version,
                 serves,
                 disabled: spec.disabled,

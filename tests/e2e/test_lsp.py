@@ -265,6 +265,24 @@ def test_doctor_reports_installed_versions_and_missing_servers(filepuff_bin, pro
                           text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, check=True)
     gopls = {r["name"]: r for r in json.loads(bare.stdout)}["gopls"]
     assert gopls["path"] is None and gopls["serves"] == [] and "go install" in gopls["install_hint"]
+    assert "unusable" not in gopls
+
+
+def test_doctor_names_a_broken_symlink_on_path(filepuff_bin, projects, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gopls").symlink_to(tmp_path / "moved" / "gopls")
+    (bin_dir / "clangd").write_text("#!/bin/sh\n")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin"}
+    out = subprocess.run([str(filepuff_bin), "--root", str(projects), "doctor", "--json"], capture_output=True,
+                         text=True, env=env, check=True)
+    reports = {r["name"]: r for r in json.loads(out.stdout)}
+    assert reports["gopls"]["path"] is None
+    assert reports["gopls"]["unusable"] == f"{bin_dir / 'gopls'} -> {tmp_path / 'moved' / 'gopls'} is a broken symlink"
+    assert reports["clangd"]["unusable"] == f"{bin_dir / 'clangd'} is not executable"
+    text = subprocess.run([str(filepuff_bin), "--root", str(projects), "doctor"], capture_output=True, text=True,
+                          env=env, check=True).stdout
+    assert f"missing: {bin_dir / 'gopls'} -> {tmp_path / 'moved' / 'gopls'} is a broken symlink — install:" in text
 
 
 def test_edit_diagnostics_introduced_then_cleared(session, projects):
