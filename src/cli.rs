@@ -330,6 +330,12 @@ pub struct ReadArgs {
     pub json: bool,
 }
 
+/// Whether `command` reads or edits the workspace's files (a tool as a subcommand), where an
+/// editor's unsaved buffers would differ from the disk.
+fn reads_the_workspace(command: &Command) -> bool {
+    !matches!(command, Command::Lsp | Command::Mcp(_) | Command::Serve(_) | Command::Tools(_) | Command::Doctor { .. })
+}
+
 /// Exit status: success.
 const EXIT_OK: u8 = 0;
 /// Exit status: the search found nothing (as grep and ripgrep do).
@@ -375,6 +381,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Err(err) => return report_error(&ToolError::from(err), json),
     };
     let engine = Arc::new(Engine::new(workspace));
+    if reads_the_workspace(&cli.command) {
+        // The CLI reads and writes the disk: say so when an editor may hold unsaved text.
+        let notice = crate::mcp::attach::DiskNotice::new(engine.workspace().root(), "the CLI runs on its own");
+        if let Some(note) = notice.note() {
+            eprintln!("filepuff: note: {}", note.replacen("this agent is", "this command is", 1));
+        }
+    }
     match cli.command {
         Command::Lsp => ExitCode::from(EXIT_OK),
         Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {

@@ -19,6 +19,7 @@ import signal
 import socket
 import stat
 import struct
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -301,7 +302,17 @@ def test_an_agent_served_from_disk_while_an_editor_runs_says_so(tmp_path, cleanu
     error, text = structured_error(failed)
     assert error["source"] == "disk" and "unsaved buffers are not visible" in text
 
+    # The CLI reads the disk too, and says so on stderr (stdout stays the tool's output).
+    cli = subprocess.run([str(filepuff_binary()), "--root", str(root), "read", "notes.txt"], capture_output=True,
+                         text=True, timeout=60)
+    assert cli.returncode == 0 and "on disk" in cli.stdout and "unsaved buffers" not in cli.stdout, cli
+    assert f"note: served from the files on disk: an editor's filepuff lsp (pid {editor.proc.pid})" in cli.stderr
+    assert "this command is not attached to it (the CLI runs on its own)" in cli.stderr, cli.stderr
+
     editor.shutdown()
+    quiet = subprocess.run([str(filepuff_binary()), "--root", str(root), "read", "notes.txt"], capture_output=True,
+                           text=True, timeout=60)
+    assert quiet.returncode == 0 and "note:" not in quiet.stderr, quiet.stderr
     after = agent.call("file_search", {"pattern": "disk", "regex": False})
     assert "source" not in after.structured_content and "Note:" not in after.content[0].text, "no editor: no note"
     assert "editor_note" not in after.structured_content
