@@ -24,6 +24,7 @@
 //!   editor sees a `window/logMessage`.
 
 mod capabilities;
+mod completion;
 mod fit;
 mod frame;
 mod late;
