@@ -218,7 +218,7 @@ fn own_capabilities(encodings: &[Encoding]) -> Value {
         },
         "workspace": {
             "applyEdit": false,
-            "workspaceEdit": { "documentChanges": true, "resourceOperations": [] },
+            "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create", "rename", "delete"] },
             "configuration": true,
             "workspaceFolders": true,
             "didChangeWatchedFiles": { "dynamicRegistration": true, "relativePatternSupport": true },

@@ -101,3 +101,44 @@ def test_server_apply_edit_translates_positions_in_the_renamed_file(tmp_path, ed
         lambda: next((r for r in client.server_requests if r["method"] == "workspace/applyEdit"), None), 30,
         "the server's workspace/applyEdit")
     assert request["params"]["edit"] == edit_in_renamed_file(root, X_UTF8)
+
+
+# ---- rename_symbol applied to disk (the MCP face, standalone) -----------------------------------
+
+def rename_args(apply: bool) -> dict:
+    return {"file": "old.go", "line": 3, "symbol": "x", "new_name": "y", "apply": apply}
+
+
+def test_rename_symbol_applies_resource_operations_in_order_on_disk(tmp_path):
+    root = fake_workspace(tmp_path)
+    session = McpSession(root, tmp_path / "mcp-stderr.log", "core,lsp").start()
+    try:
+        preview = session.ok("rename_symbol", rename_args(False))
+        assert preview["operations"] == ["rename old.go -> new.go", "create made.go"]
+        assert preview["applied"] is False
+        assert (root / "old.go").read_text() == OLD_GO and not (root / "new.go").exists()
+        out = session.ok("rename_symbol", rename_args(True))
+        assert out["applied"] is True
+        assert {f["file"]: f["written_to"] for f in out["files"]} == {
+            "made.go": "disk", "new.go": "disk", "old.go": "disk"}
+        assert not (root / "old.go").exists()
+        # The edit's UTF-16 column, converted against old.go's text now under new.go.
+        assert (root / "new.go").read_text() == OLD_GO.replace("+ x", "+ ü")
+        assert (root / "made.go").read_text() == "package main // ü\n"
+    finally:
+        session.close()
+
+
+def test_rename_symbol_refuses_what_cannot_be_done_and_changes_nothing(tmp_path):
+    root = fake_workspace(tmp_path)
+    (root / "made.go").write_text("package main // mine\n")
+    session = McpSession(root, tmp_path / "mcp-stderr.log", "core,lsp").start()
+    try:
+        error, text = session.error("rename_symbol", rename_args(True))
+        assert error["context"]["operation"] == "create made.go", error
+        assert "exists" in error["message"], error
+        assert (root / "old.go").read_text() == OLD_GO
+        assert not (root / "new.go").exists()
+        assert (root / "made.go").read_text() == "package main // mine\n"
+    finally:
+        session.close()
