@@ -10,8 +10,8 @@
 //!   `workspace.workspaceEdit.documentChanges` (§workspaceEdit: "If the client doesn't support
 //!   `documentChanges` ... `changes` are used"): in `textDocument/rename`, and in the `edit` of
 //!   each code action of `textDocument/codeAction` and `codeAction/resolve`. Resource operations
-//!   (create, rename, delete) cannot be written as `changes`; servers are offered none
-//!   (`resourceOperations: []`), and an edit holding one is passed on unchanged;
+//!   (create, rename, delete) cannot be written as `changes`: an edit holding one is passed on
+//!   unchanged (a server behind an editor is offered the editor's `resourceOperations`);
 //! - a `MarkupContent` of kind `markdown` where the editor's format list lacks `markdown` becomes
 //!   kind `plaintext` with the same text when the list names `plaintext`, else (no list: the
 //!   editor declared no `MarkupContent` support) the plain string: completion items'
