@@ -36,6 +36,9 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tower::ServiceBuilder;
 
 mod router;
+mod watched;
+
+pub use watched::{WatchError, WatchedFiles};
 
 use super::transport::{BoundedReader, FrameLimits};
 use super::{BackendError, ServerSpec};
@@ -98,6 +101,8 @@ struct Shared {
     /// `workspace/configuration` answers by section.
     settings: Value,
     folders: Vec<WorkspaceFolder>,
+    /// The server's `workspace/didChangeWatchedFiles` registrations.
+    watched: WatchedFiles,
 }
 
 /// `initialize` with the answer kept as JSON, so capabilities lsp-types does not model survive.
@@ -213,10 +218,10 @@ fn own_capabilities(encodings: &[Encoding]) -> Value {
         },
         "workspace": {
             "applyEdit": false,
-            "workspaceEdit": { "documentChanges": true, "resourceOperations": [] },
+            "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create", "rename", "delete"] },
             "configuration": true,
             "workspaceFolders": true,
-            "didChangeWatchedFiles": { "dynamicRegistration": true },
+            "didChangeWatchedFiles": { "dynamicRegistration": true, "relativePatternSupport": true },
             "symbol": { "dynamicRegistration": false },
             "diagnostics": { "refreshSupport": false }
         },
@@ -265,6 +270,7 @@ fn editor_capabilities(editor: &Value, encodings: &[Encoding]) -> Value {
     set(&mut caps, &["workspace", "configuration"], Value::Bool(true));
     set(&mut caps, &["workspace", "workspaceFolders"], Value::Bool(true));
     set(&mut caps, &["workspace", "didChangeWatchedFiles", "dynamicRegistration"], Value::Bool(true));
+    set(&mut caps, &["workspace", "didChangeWatchedFiles", "relativePatternSupport"], Value::Bool(true));
     set(&mut caps, &["textDocument", "synchronization", "didSave"], Value::Bool(true));
     if let Some(text_document) = caps.get_mut("textDocument").and_then(Value::as_object_mut) {
         text_document.remove("diagnostic");
@@ -924,6 +930,32 @@ impl LspClient {
         }
     }
 
+    /// Whether a change on disk of kind `typ` to `path` (absolute, canonical) is for this
+    /// server: it matches one of the server's `workspace/didChangeWatchedFiles` registrations
+    /// ([`WatchedFiles::wants`]), or — from a server that registered none — `path` is a file of
+    /// one of `languages` (filepuff's default). Cheap: called from the notify thread.
+    pub fn file_event_filter(
+        &self,
+        languages: Vec<crate::documents::Language>,
+    ) -> impl Fn(&Path, lsp_types::FileChangeType) -> bool + Send + Sync + 'static {
+        let shared = Arc::downgrade(&self.shared);
+        // notify reports paths in the spelling of the watched root; registrations are kept
+        // canonical (a symlinked root is common).
+        let watched_root = self.root.clone();
+        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        move |path, typ| {
+            let Some(shared) = shared.upgrade() else { return false };
+            let shared = lock(&shared);
+            if shared.watched.is_empty() {
+                return crate::documents::Language::from_path(path).is_some_and(|l| languages.contains(&l));
+            }
+            match path.strip_prefix(&watched_root) {
+                Ok(relative) if watched_root != root => shared.watched.wants(&root.join(relative), typ, &root),
+                _ => shared.watched.wants(path, typ, &root),
+            }
+        }
+    }
+
     /// Keeps `watcher` alive as long as this client.
     pub fn set_watcher(&self, watcher: notify::RecommendedWatcher) {
         *self.watcher.lock() = Some(watcher);
@@ -970,7 +1002,9 @@ impl LspClient {
                 }
             }
         }
-        let changes = changes.into_iter().map(|(uri, typ)| lsp_types::FileEvent { uri, typ }).collect();
+        let changes: Vec<lsp_types::FileEvent> =
+            changes.into_iter().map(|(uri, typ)| lsp_types::FileEvent { uri, typ }).collect();
+        tracing::debug!(server = %self.name, changes = ?changes.iter().map(|c| (c.uri.path(), c.typ)).collect::<Vec<_>>(), "didChangeWatchedFiles sent");
         server.did_change_watched_files(lsp_types::DidChangeWatchedFilesParams { changes }).map_err(crashed)
     }
 

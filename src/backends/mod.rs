@@ -958,24 +958,41 @@ impl Backends {
         self.clients.lock().get(&key).is_some_and(|c| c.is_alive())
     }
 
-    /// Starts watching `client`'s project root for changes on disk to files of its languages,
+    /// Starts watching `client`'s project root for changes on disk to the files its server
+    /// registered `workspace/didChangeWatchedFiles` for (with their `kind`s), or — while it
+    /// registered none — to files of its languages ([`LspClient::file_event_filter`]),
     /// forwarded in batches (50 ms) to [`LspClient::disk_changed`]. Without a watcher (no
     /// inotify watches left) the server still learns of filepuff's own edits.
     fn watch(&self, client: &Arc<LspClient>, spec: &ServerSpec) {
         use notify::Watcher;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(PathBuf, lsp_types::FileChangeType)>();
-        let languages = spec.languages.clone();
+        use lsp_types::FileChangeType;
+        use notify::event::{EventKind, ModifyKind, RenameMode};
+        let wanted = client.file_event_filter(spec.languages.clone());
         let handler = move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
-            let typ = match event.kind {
-                notify::EventKind::Create(_) => lsp_types::FileChangeType::CREATED,
-                notify::EventKind::Remove(_) => lsp_types::FileChangeType::DELETED,
-                notify::EventKind::Modify(_) => lsp_types::FileChangeType::CHANGED,
+            // A rename is the old path deleted and the new one created (editors save so).
+            let changes: Vec<(PathBuf, FileChangeType)> = match event.kind {
+                EventKind::Create(_) => event.paths.into_iter().map(|p| (p, FileChangeType::CREATED)).collect(),
+                EventKind::Remove(_) => event.paths.into_iter().map(|p| (p, FileChangeType::DELETED)).collect(),
+                EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                    event.paths.into_iter().map(|p| (p, FileChangeType::DELETED)).collect()
+                }
+                EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
+                    event.paths.into_iter().map(|p| (p, FileChangeType::CREATED)).collect()
+                }
+                EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+                    let mut paths = event.paths.into_iter();
+                    let from = paths.next().map(|p| (p, FileChangeType::DELETED));
+                    let to = paths.next().map(|p| (p, FileChangeType::CREATED));
+                    from.into_iter().chain(to).collect()
+                }
+                EventKind::Modify(_) => event.paths.into_iter().map(|p| (p, FileChangeType::CHANGED)).collect(),
                 _ => return,
             };
-            for path in event.paths {
+            for (path, typ) in changes {
                 let ignored = path.components().any(|c| c.as_os_str() == ".git");
-                if !ignored && Language::from_path(&path).is_some_and(|l| languages.contains(&l)) {
+                if !ignored && wanted(&path, typ) {
                     let _ = tx.send((path, typ));
                 }
             }
@@ -1004,7 +1021,16 @@ impl Backends {
                 let mut changes: Vec<(lsp_types::Url, lsp_types::FileChangeType)> = Vec::new();
                 for (path, typ) in batch {
                     if let Ok(uri) = lsp_types::Url::from_file_path(&path) {
-                        changes.retain(|(u, _)| *u != uri);
+                        // One event per file a batch: deleted then created (a save by rename)
+                        // is a change; created then changed stays created.
+                        let typ = match changes.iter().position(|(u, _)| *u == uri) {
+                            Some(at) => match (changes.remove(at).1, typ) {
+                                (FileChangeType::DELETED, FileChangeType::CREATED) => FileChangeType::CHANGED,
+                                (FileChangeType::CREATED, FileChangeType::CHANGED) => FileChangeType::CREATED,
+                                (_, typ) => typ,
+                            },
+                            None => typ,
+                        };
                         changes.push((uri, typ));
                     }
                 }

@@ -378,5 +378,9 @@ fn save_text(path: &Path, text: &str, max_bytes: u64, root: &Path) -> Result<(),
     LockedFile::open(path, max_bytes, Some(root))?.replace(text.as_bytes())
 }
 
+mod files;
+
+pub use files::DiskChange;
+
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,7 @@ use crate::index::FileIndex;
 use crate::search::SearchError;
 use crate::syntax::SyntaxCache;
 use crate::workspace::Workspace;
-pub use commit::{Approval, Base, CommitError, CommitOutcome, FileEdit, Landing};
+pub use commit::{Approval, Base, CommitError, CommitOutcome, DiskChange, FileEdit, Landing};
 pub use editor_state::{EditorFocus, EngineEvent, Focus, FocusReport};
 
 /// The shared state behind every tool.

@@ -10,14 +10,17 @@
 //!   `workspace.workspaceEdit.documentChanges` (§workspaceEdit: "If the client doesn't support
 //!   `documentChanges` ... `changes` are used"): in `textDocument/rename`, and in the `edit` of
 //!   each code action of `textDocument/codeAction` and `codeAction/resolve`. Resource operations
-//!   (create, rename, delete) cannot be written as `changes`; servers are offered none
-//!   (`resourceOperations: []`), and an edit holding one is passed on unchanged;
+//!   (create, rename, delete) cannot be written as `changes`: an edit holding one is passed on
+//!   unchanged (a server behind an editor is offered the editor's `resourceOperations`);
 //! - a `MarkupContent` of kind `markdown` where the editor's format list lacks `markdown` becomes
 //!   kind `plaintext` with the same text when the list names `plaintext`, else (no list: the
 //!   editor declared no `MarkupContent` support) the plain string: completion items'
 //!   `documentation` (`textDocument.completion.completionItem.documentationFormat`), hover
 //!   `contents` (`textDocument.hover.contentFormat`), and signatures' and parameters'
-//!   `documentation` (`textDocument.signatureHelp.signatureInformation.documentationFormat`).
+//!   `documentation` (`textDocument.signatureHelp.signatureInformation.documentationFormat`);
+//! - a completion list's `itemDefaults` the editor did not declare in
+//!   `textDocument.completion.completionList.itemDefaults` are applied to its items
+//!   (`super::completion`).
 
 use serde_json::{Map, Value};
 
@@ -32,6 +35,8 @@ pub(crate) struct Accepts {
     hover: Markup,
     /// `textDocument.signatureHelp.signatureInformation.documentationFormat`.
     signature: Markup,
+    /// `textDocument.completion.completionList.itemDefaults`.
+    item_defaults: super::completion::ItemDefaults,
 }
 
 /// The best `MarkupContent` an editor's format list allows.
@@ -67,11 +72,15 @@ impl Accepts {
             completion: markup(capabilities, "/textDocument/completion/completionItem/documentationFormat"),
             hover: markup(capabilities, "/textDocument/hover/contentFormat"),
             signature: markup(capabilities, "/textDocument/signatureHelp/signatureInformation/documentationFormat"),
+            item_defaults: super::completion::ItemDefaults::from_capabilities(capabilities),
         }
     }
 
     /// Rewrites `result`, the answer to the editor's `method`, into shapes the editor accepts.
     pub(crate) fn fit(&self, method: &str, result: &mut Value) {
+        if method == "textDocument/completion" {
+            super::completion::apply_item_defaults(result, self.item_defaults);
+        }
         match method {
             "textDocument/rename" => self.workspace_edit(result),
             "textDocument/codeAction" => {

@@ -24,6 +24,7 @@
 //!   editor sees a `window/logMessage`.
 
 mod capabilities;
+mod completion;
 mod fan;
 mod fit;
 mod frame;

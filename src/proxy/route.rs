@@ -12,7 +12,9 @@
 //! - Items a later request hands back (completion items, code actions, code lenses, inlay hints,
 //!   document links, workspace symbols, call/type hierarchy items) get their `data` wrapped as
 //!   `{"filepuff": SERIAL, "data": ORIGINAL}`, so `*/resolve` and the hierarchy requests go back
-//!   to the server instance that made them, with the original `data`.
+//!   to the server instance that made them, with the original `data`. A completion list's
+//!   `itemDefaults.data` is wrapped in place of the items relying on it, and merged lists
+//!   follow `super::completion`.
 //! - `$/cancelRequest` from the editor drops the request's future (async-lsp's concurrency
 //!   layer), and dropping it sends `$/cancelRequest` for the forwarded request to the server.
 //! - A server that does not answer within `[lsp] request_timeout_ms` gets `$/cancelRequest`
@@ -193,7 +195,7 @@ fn dispatch(
         let completion = method == "textDocument/completion";
         return Box::pin(async move {
             let answers = futures::future::join_all(answers).await;
-            Ok(if completion { merge_completions(answers) } else { concat(answers) })
+            Ok(if completion { super::completion::merge(answers) } else { concat(answers) })
         });
     }
     let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers_now(shared, c, method)).collect();
@@ -484,22 +486,20 @@ const TAG: &str = "filepuff";
 
 /// Wraps the `data` of every item in `value` that a later request may hand back.
 fn tag(method: &str, value: &mut Value, serial: u64) {
+    let wrap_map = |map: &mut serde_json::Map<String, Value>| {
+        let mut wrapped = json!({ TAG: serial });
+        if let Some(data) = map.remove("data") {
+            wrapped["data"] = data;
+        }
+        map.insert("data".to_owned(), wrapped);
+    };
     let wrap = |item: &mut Value| {
         if let Some(map) = item.as_object_mut() {
-            let mut wrapped = json!({ TAG: serial });
-            if let Some(data) = map.remove("data") {
-                wrapped["data"] = data;
-            }
-            map.insert("data".to_owned(), wrapped);
+            wrap_map(map);
         }
     };
     match method {
-        "textDocument/completion" => {
-            let list = if value.is_array() { Some(value) } else { value.get_mut("items") };
-            for item in list.and_then(Value::as_array_mut).into_iter().flatten() {
-                wrap(item);
-            }
-        }
+        "textDocument/completion" => super::completion::tag(value, wrap_map),
         "textDocument/codeAction" => {
             for item in value.as_array_mut().into_iter().flatten() {
                 // A bare `Command` (its `command` is a string) is not resolved.
@@ -557,27 +557,6 @@ fn concat(answers: Vec<Result<Value, ResponseError>>) -> Value {
     Value::Array(all)
 }
 
-/// Several servers' completion answers (`CompletionItem[]` or `CompletionList`) as one
-/// `CompletionList`, incomplete when any of them is.
-fn merge_completions(answers: Vec<Result<Value, ResponseError>>) -> Value {
-    let mut items = Vec::new();
-    let mut incomplete = false;
-    for answer in answers {
-        match answer {
-            Ok(Value::Array(list)) => items.extend(list),
-            Ok(Value::Object(mut list)) => {
-                incomplete |= list.get("isIncomplete").and_then(Value::as_bool).unwrap_or(false);
-                if let Some(Value::Array(list)) = list.remove("items") {
-                    items.extend(list);
-                }
-            }
-            Ok(_) => {}
-            Err(err) => tracing::debug!("one server's completion failed: {}", err.message),
-        }
-    }
-    json!({ "isIncomplete": incomplete, "items": items })
-}
-
 /// A `RequestFailed` (-32803) error about server `server`, with `data: {"filepuff": kind,
 /// "server": server, …extra}`.
 fn failure(kind: &str, server: &str, message: impl std::fmt::Display, extra: Value) -> ResponseError {
@@ -627,15 +606,5 @@ mod tests {
         tag("textDocument/codeAction", &mut actions, 3);
         assert_eq!(actions[0]["data"]["filepuff"], 3);
         assert!(actions[1].get("data").is_none());
-    }
-
-    #[test]
-    fn completions_merge_into_one_list() {
-        let merged = merge_completions(vec![
-            Ok(json!([{ "label": "a" }])),
-            Ok(json!({ "isIncomplete": true, "items": [{ "label": "b" }] })),
-            Err(ResponseError::new(ErrorCode::REQUEST_FAILED, "x")),
-        ]);
-        assert_eq!(merged, json!({ "isIncomplete": true, "items": [{ "label": "a" }, { "label": "b" }] }));
     }
 }

@@ -9,7 +9,9 @@
 //! `textDocument.uri` (`TextDocumentEdit`, every `*Params`), a `LocationLink`'s `targetUri` for
 //! its target ranges, the keys of `WorkspaceEdit.changes` and of `relatedDocuments`, the
 //! `from` item of an incoming call for its `fromRanges`; everything else inherits the document
-//! of the enclosing object, starting from the request's. Opaque values are never touched:
+//! of the enclosing object, starting from the request's. `WorkspaceEdit.documentChanges` are
+//! followed in order, so a text edit in a file created or renamed earlier in the same edit is
+//! converted against the text that file has at that point. Opaque values are never touched:
 //! `data` (a server's, returned to it verbatim by resolve requests) and `command`/`arguments`.
 //!
 //! Semantic tokens are the exception: their positions are relative, packed integers. They are
@@ -48,8 +50,10 @@ impl<'a> Translator<'a> {
         self.from == self.to
     }
 
-    /// The text of the document at `uri`, if it is a readable file.
+    /// The text of the document at `uri`, if it is a readable file — or, inside a
+    /// `documentChanges` walked so far, the text a resource operation left it with.
     pub fn text(&mut self, uri: &str) -> Option<Rope> {
+        let uri = &key(uri);
         if let Some(text) = self.texts.get(uri) {
             return text.clone();
         }
@@ -115,6 +119,7 @@ impl<'a> Translator<'a> {
                 for (key, child) in map.iter_mut() {
                     match key.as_str() {
                         "data" | "command" | "arguments" | "textDocument" => {}
+                        "documentChanges" => self.document_changes(child),
                         "changes" | "relatedDocuments" => {
                             if let Some(by_uri) = child.as_object_mut() {
                                 for (document, edits) in by_uri.iter_mut() {
@@ -132,6 +137,52 @@ impl<'a> Translator<'a> {
             _ => {}
         }
     }
+}
+
+impl Translator<'_> {
+    /// A `WorkspaceEdit.documentChanges` in order (LSP 3.17 "WorkspaceEdit": operations are
+    /// executed in the order given): the positions of a text document edit are converted against
+    /// the text its document has at that point — a file created earlier in the same edit is
+    /// empty (unless it existed and `ignoreIfExists` kept it), a renamed file holds the old
+    /// file's text under its new URI, a deleted one has none. Directories renamed or deleted
+    /// are not followed: positions in files beneath them are converted against the disk.
+    fn document_changes(&mut self, changes: &mut Value) {
+        let Some(changes) = changes.as_array_mut() else { return };
+        for change in changes {
+            let uri = |key: &str| change.get(key).and_then(Value::as_str).map(str::to_owned);
+            let option =
+                |name: &str| change.pointer(&format!("/options/{name}")).and_then(Value::as_bool) == Some(true);
+            match change.get("kind").and_then(Value::as_str) {
+                Some("create") => {
+                    let Some(uri) = uri("uri") else { continue };
+                    let kept = self.text(&uri).is_some() && !option("overwrite") && option("ignoreIfExists");
+                    if !kept {
+                        self.texts.insert(key(&uri), Some(Rope::new()));
+                    }
+                }
+                Some("rename") => {
+                    let (Some(old), Some(new)) = (uri("oldUri"), uri("newUri")) else { continue };
+                    let kept = self.text(&new).is_some() && !option("overwrite") && option("ignoreIfExists");
+                    if !kept {
+                        let text = self.text(&old);
+                        self.texts.insert(key(&new), text);
+                        self.texts.insert(key(&old), None);
+                    }
+                }
+                Some("delete") => {
+                    if let Some(uri) = uri("uri") {
+                        self.texts.insert(key(&uri), None);
+                    }
+                }
+                _ => self.walk(change, None),
+            }
+        }
+    }
+}
+
+/// One spelling per URI for the text cache (`file:///a%20b` and `file:///a b` alike).
+fn key(uri: &str) -> String {
+    url::Url::parse(uri).map_or_else(|_| uri.to_owned(), String::from)
 }
 
 /// How a server's semantic-token legend maps onto the legend the editor was given.
@@ -223,6 +274,45 @@ mod tests {
 
     fn id(path: &str) -> crate::workspace::DocumentId {
         crate::workspace::DocumentId::from_canonical(std::path::Path::new(path))
+    }
+
+    /// Issue 20 item 5: a RenameFile followed by text edits in the new file.
+    #[test]
+    fn document_changes_follow_resource_operations_in_order() {
+        let store = DocumentStore::new();
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::with_config(dir.path(), Default::default()).unwrap();
+        store.open(id("/w/b.go"), "é = x\n", 1, "go".into());
+        store.open(id("/w/kept.go"), "ü = 1\n", 1, "go".into());
+        let mut translator = Translator::new(Encoding::Utf8, Encoding::Utf16, &workspace, &store);
+        let at = |uri: &str, character: u32| {
+            json!({ "textDocument": { "uri": uri, "version": null }, "edits": [
+                { "range": { "start": { "line": 0, "character": character }, "end": { "line": 0, "character": character } }, "newText": "y" } ] })
+        };
+        let mut edit = json!({ "documentChanges": [
+            { "kind": "rename", "oldUri": "file:///w/b.go", "newUri": "file:///w/c.go" },
+            at("file:///w/c.go", 5),
+            at("file:///w/b.go", 5),
+            { "kind": "create", "uri": "file:///w/kept.go", "options": { "ignoreIfExists": true } },
+            at("file:///w/kept.go", 5),
+            { "kind": "create", "uri": "file:///w/new.go" },
+            at("file:///w/new.go", 0),
+            { "kind": "rename", "oldUri": "file:///w/c.go", "newUri": "file:///w/./d.go" },
+            at("file:///w/d.go", 5),
+            { "kind": "delete", "uri": "file:///w/d.go" },
+            at("file:///w/d.go", 5),
+        ] });
+        translator.value(&mut edit, None);
+        let column = |i: usize| edit["documentChanges"][i]["edits"][0]["range"]["start"]["character"].clone();
+        // `x` after "é = " is byte 5, UTF-16 column 4: in c.go, which holds b.go's text.
+        assert_eq!(column(1), 4);
+        // b.go is gone after the rename: nothing to convert against.
+        assert_eq!(column(2), 5);
+        // kept.go existed and ignoreIfExists kept its text.
+        assert_eq!(column(4), 4);
+        assert_eq!(column(6), 0);
+        assert_eq!(column(8), 4);
+        assert_eq!(column(10), 5);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   editor made (a request's `workDoneToken`) pass unchanged. Without editor support for
 //!   progress, the proxy answers `create` itself and drops the reports. Progress on the tokens
 //!   of a fanned-out request goes through [`super::fan`].
-//! - `client/registerCapability`: file watching is done by filepuff itself and absorbed; the
+//! - `client/registerCapability`: file watching is done by filepuff itself (the backends
+//!   client keeps each server's `workspace/didChangeWatchedFiles` watchers) and absorbed; the
 //!   rest is forwarded with ids made unique per server and, for document features, a
 //!   `documentSelector` limited to the server's languages; commands are remembered for
 //!   `workspace/executeCommand` routing. A server that exits has its registrations removed.

@@ -11,6 +11,7 @@ mod edit;
 mod edit_diagnostics;
 mod editor_state;
 pub mod error;
+mod file_operations;
 mod file_read;
 mod file_search;
 pub mod graph;

@@ -1,9 +1,10 @@
 //! `rename_symbol`: the language server's `textDocument/rename` as a previewed, validated,
 //! all-files-or-none edit (beyond the seed; the `lsp` toolset).
 //!
-//! The server's `WorkspaceEdit` (`changes` or `documentChanges` with text edits; filepuff does
-//! not advertise file create/rename/delete operations) is converted from the server's encoding
-//! to byte ranges of each file's current text. With `apply: false` (the default) the result is a
+//! The server's `WorkspaceEdit` (`changes` or `documentChanges` with text edits) is converted
+//! from the server's encoding to byte ranges of each file's current text. One that also
+//! creates, renames or deletes files is played in order and landed on disk as a whole
+//! (`super::file_operations`, `Engine::commit_disk_changes`). With `apply: false` (the default) the result is a
 //! unified diff. With `apply: true`, the byte edits land through [`Engine::commit`], as every
 //! edit tool's do: documents open in the editor through one `workspace/applyEdit` (undoable
 //! there; `[lsp] save_agent_edits` honoured), other open buffers in the store, files on disk
@@ -68,6 +69,10 @@ pub struct RenameSymbolOutput {
     /// With `confirm`: `accepted` or `declined`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<String>,
+    /// The files the server's edit creates, renames or deletes, in its order (`create a.go`,
+    /// `rename a.go -> b.go`, `delete a.go`; `(skipped: …)` when an option made one a no-op).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
     /// After an applied rename: introduced, pre-existing and resolved diagnostics of the renamed
     /// files, with `status` `complete`, `timed_out` or `unavailable` (see `edit_apply`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,6 +129,9 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             };
             async move { client.request::<Rename>(params, timeout).await }
         })?;
+    if let Some(edit) = edit.as_ref().filter(|e| super::file_operations::has_operations(e)) {
+        return with_file_operations(engine, &params, edit.clone(), encoding, answer);
+    }
     let edits = edit.map(text_edits).unwrap_or_default();
     let mut planned = Vec::new();
     for (uri, edits) in edits {
@@ -227,7 +235,75 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             }
         }
     }
-    Ok(RenameSymbolOutput { files, total_edits, diff, applied, editor_refused, confirmation, diagnostics, answer })
+    Ok(RenameSymbolOutput {
+        files,
+        total_edits,
+        diff,
+        applied,
+        editor_refused,
+        confirmation,
+        operations: Vec::new(),
+        diagnostics,
+        answer,
+    })
+}
+
+/// `rename_symbol` for an edit with resource operations ([`super::file_operations`]): played in
+/// order, previewed as a diff of every file (a created file from empty, a removed one to
+/// empty), and with `apply` landed on disk through [`Engine::commit_disk_changes`]. Files open
+/// in the editor are refused, as is `confirm` (the person's confirmation goes through the
+/// editor); diagnostics are not compared.
+fn with_file_operations(
+    engine: &Engine,
+    params: &RenameSymbolParams,
+    edit: WorkspaceEdit,
+    encoding: Encoding,
+    answer: AnswerInfo,
+) -> Result<RenameSymbolOutput, ToolError> {
+    let played = super::file_operations::play(engine, edit, encoding)?;
+    let mut bounded = super::diff::BoundedDiff::new(
+        engine.workspace().config().limits.max_output_chars,
+        super::diff::DIFF_LINE_CHARS,
+    );
+    let changed: Vec<&super::file_operations::Touched> = played.files.iter().filter(|f| f.before != f.after).collect();
+    for file in &changed {
+        bounded.add(file.before.as_deref().unwrap_or(""), file.after.as_deref().unwrap_or(""), &file.shown);
+    }
+    let mut files: Vec<RenamedFile> = changed
+        .iter()
+        .map(|f| RenamedFile {
+            file: f.shown.clone(),
+            edits: f.edits,
+            written_to: None,
+            new_hash: documents::content_hash(f.after.as_deref().unwrap_or("").as_bytes()),
+        })
+        .collect();
+    let mut applied = false;
+    if params.apply {
+        if params.confirm {
+            return Err(ToolError::new(
+                ErrorCode::EditEditorUnavailable,
+                "confirm: true is not available for a rename that also creates, renames or deletes files",
+                "Nothing changed. Leave out confirm to apply it directly, or make the rename in the editor.",
+            ));
+        }
+        let landings = engine.commit_disk_changes(&played.disk_changes()).map_err(super::edit::commit_error)?;
+        for (file, landing) in files.iter_mut().zip(landings) {
+            file.written_to = Some(landing.name().to_owned());
+        }
+        applied = true;
+    }
+    Ok(RenameSymbolOutput {
+        total_edits: files.iter().map(|f| f.edits).sum(),
+        files,
+        diff: bounded.finish().text,
+        applied,
+        editor_refused: None,
+        confirmation: None,
+        operations: played.operations,
+        diagnostics: None,
+        answer,
+    })
 }
 
 /// The text edits of a WorkspaceEdit by document, in path order.
@@ -321,6 +397,9 @@ pub fn render_text(output: &RenameSymbolOutput) -> String {
     out.push_str(&format!("rename: {} edit(s) in {} file(s), {state}\n", output.total_edits, output.files.len()));
     for file in &output.files {
         out.push_str(&format!("  {} ({})\n", file.file, file.edits));
+    }
+    for operation in &output.operations {
+        out.push_str(&format!("  {operation}\n"));
     }
     if let Some(diagnostics) = &output.diagnostics {
         edit_diagnostics::render(&mut out, diagnostics);

@@ -28,6 +28,11 @@ Configured by environment variables (set them in `[servers.NAME] env` of filepuf
     FAKE_LSP_SYMBOLS        "1": offer workspace/symbol and answer it with one symbol, `fake_PID`;
                             with a `workDoneToken` in the request, first send $/progress begin
                             (title "fake PID"), report and end on that token
+    FAKE_LSP_RESULTS        a JSON file {METHOD: RESULT}: a request for METHOD is answered with
+                            RESULT (read at each request); the RESULT "$echo" answers the
+                            request's params. The key "$applyEdit" holds a WorkspaceEdit: at
+                            `workspace/executeCommand` the server first sends it to the client
+                            as `workspace/applyEdit` (id "fake-apply"), then answers null
     FAKE_LSP_FAULT_ON       the trigger: "initialized" (the notification after initialize) or
                             "request" (the first textDocument/definition; the default)
 """
@@ -103,6 +108,14 @@ def send_progress():
         send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": PROGRESS_TOKEN, "value": value}})
 
 
+def scripted_results():
+    path = os.environ.get("FAKE_LSP_RESULTS")
+    if not path:
+        return {}
+    with open(path) as results:
+        return json.load(results)
+
+
 def main():
     log = open(os.environ["FAKE_LSP_LOG"], "a") if os.environ.get("FAKE_LSP_LOG") else None
     fault = os.environ.get("FAKE_LSP_FAULT")
@@ -116,7 +129,15 @@ def main():
             log.write(json.dumps({"pid": os.getpid(), "t": time.time(), **message}) + "\n")
             log.flush()
         method = message.get("method")
-        if method == "initialize":
+        scripted = scripted_results()
+        if method is not None and "id" in message and method in scripted:
+            if method == "workspace/executeCommand" and "$applyEdit" in scripted:
+                send({"jsonrpc": "2.0", "id": "fake-apply", "method": "workspace/applyEdit",
+                      "params": {"label": "fake", "edit": scripted["$applyEdit"]}})
+            result = scripted[method]
+            send({"jsonrpc": "2.0", "id": message["id"],
+                  "result": message.get("params") if result == "$echo" else result})
+        elif method == "initialize":
             time.sleep(int(os.environ.get("FAKE_LSP_INIT_DELAY_MS", "0")) / 1000)
             capabilities = {"definitionProvider": True,
                             "positionEncoding": os.environ.get("FAKE_LSP_ENCODING", "utf-16"),

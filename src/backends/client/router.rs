@@ -93,6 +93,22 @@ impl Relay {
     }
 }
 
+const WATCHED_FILES: &str = "workspace/didChangeWatchedFiles";
+
+/// Keeps the `workspace/didChangeWatchedFiles` registrations of `params` for filepuff's watcher
+/// (the editor side absorbs them). One that cannot be used is logged and skipped; the
+/// registration is still answered with success (gopls aborts on an error reply).
+fn keep_watched_files(state: &Arc<Mutex<Shared>>, server: &str, params: &lsp_types::RegistrationParams) {
+    let mut shared = lock(state);
+    for registration in params.registrations.iter().filter(|r| r.method == WATCHED_FILES) {
+        let options = registration.register_options.clone().unwrap_or(Value::Null);
+        match shared.watched.register(&registration.id, &options) {
+            Ok(()) => tracing::debug!(server, id = %registration.id, %options, "watched files registered"),
+            Err(err) => tracing::warn!(server, id = %registration.id, "{err}"),
+        }
+    }
+}
+
 /// The router of a client's main loop over `state` (shared with the client handle).
 /// `published` is told the URI of a document whose published diagnostics changed.
 pub(super) fn server_router(
@@ -124,11 +140,24 @@ pub(super) fn server_router(
         })
         .request::<RegisterCapability, _>({
             let up = up.clone();
-            move |_, params| up.request::<RegisterCapability>(params).unwrap_or_else(|| ok(()))
+            move |state, params| {
+                keep_watched_files(state, &up.me.name, &params);
+                up.request::<RegisterCapability>(params).unwrap_or_else(|| ok(()))
+            }
         })
         .request::<UnregisterCapability, _>({
             let up = up.clone();
-            move |_, params| up.request::<UnregisterCapability>(params).unwrap_or_else(|| ok(()))
+            move |state, params| {
+                {
+                    let mut shared = lock(state);
+                    for gone in &params.unregisterations {
+                        if gone.method == WATCHED_FILES {
+                            shared.watched.unregister(&gone.id);
+                        }
+                    }
+                }
+                up.request::<UnregisterCapability>(params).unwrap_or_else(|| ok(()))
+            }
         })
         .request::<WorkDoneProgressCreate, _>({
             let up = up.clone();

@@ -235,3 +235,48 @@ fn confirmed_edits_send_every_file_to_the_editor_and_land_only_when_accepted() {
     assert!(matches!(err, CommitError::NoEditorToConfirm { .. }), "{err}");
     assert_eq!(read(&fx, "disk.go"), "package a\n\nfunc B() {}\n");
 }
+
+/// Issue 20 item 5: a rename (disk.go → sub/moved.go, new directory) lands as a write and a
+/// removal; a stale file, a file that appeared, or an open document refuse it with nothing
+/// changed.
+#[test]
+fn disk_changes_land_whole_or_not_at_all() {
+    let (fx, _) = fixture("", None);
+    let id = |file: &str| fx.engine.workspace().resolve(file).unwrap().id();
+    let before = read(&fx, "disk.go");
+    let rename = |text: &str| {
+        vec![
+            DiskChange::Remove { id: id("disk.go"), shown: "disk.go".into(), before: before.clone() },
+            DiskChange::Write { id: id("sub/moved.go"), shown: "sub/moved.go".into(), before: None, text: text.into() },
+        ]
+    };
+    let root = fx.engine.workspace().root().to_path_buf();
+
+    // A file to be created that appeared meanwhile.
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/moved.go"), "theirs").unwrap();
+    assert!(matches!(fx.engine.commit_disk_changes(&rename("mine")), Err(CommitError::Stale { .. })));
+    assert_eq!(read(&fx, "disk.go"), before);
+    assert_eq!(read(&fx, "sub/moved.go"), "theirs");
+    std::fs::remove_file(root.join("sub/moved.go")).unwrap();
+
+    // The file to remove changed since it was read.
+    let stale = vec![DiskChange::Remove { id: id("disk.go"), shown: "disk.go".into(), before: "other".into() }];
+    assert!(matches!(fx.engine.commit_disk_changes(&stale), Err(CommitError::Stale { .. })));
+    assert_eq!(read(&fx, "disk.go"), before);
+
+    // An open document.
+    let open = vec![DiskChange::Remove { id: id("open.go"), shown: "open.go".into(), before: read(&fx, "open.go") }];
+    assert!(matches!(fx.engine.commit_disk_changes(&open), Err(CommitError::BufferChanged { .. })));
+    assert!(root.join("open.go").exists());
+
+    let landed = fx.engine.commit_disk_changes(&rename("package a // moved\n")).unwrap();
+    assert_eq!(landed, vec![Landing::Disk, Landing::Disk]);
+    assert!(!root.join("disk.go").exists());
+    assert_eq!(read(&fx, "sub/moved.go"), "package a // moved\n");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(root.join("sub/moved.go")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o644);
+    let leftovers: Vec<_> = std::fs::read_dir(root.join("sub")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+}
