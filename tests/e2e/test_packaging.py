@@ -73,3 +73,22 @@ def test_man_page_renders_with_man(tmp_path: Path) -> None:
     text = rendered.stdout
     assert "NAME" in text and "SUBCOMMANDS" in text
     assert "filepuff-doctor" in text and "filepuff-completions" in text
+
+
+# -- crates.io ----------------------------------------------------------------------------------
+
+def test_cargo_package_ships_sources_not_corpora() -> None:
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed")
+    listed = run(["cargo", "package", "--list", "--allow-dirty", "--offline"], cwd=REPO)
+    assert listed.returncode == 0, listed.stderr
+    files = listed.stdout.split()
+    assert {"Cargo.toml", "Cargo.lock", "README.md", "src/main.rs", "src/lib.rs"} <= set(files)
+    shipped_elsewhere = ("tests/", "editors/", "bench/", "scripts/", ".ci/", "proptest-regressions/", "docs/images/")
+    assert [f for f in files if f.startswith(shipped_elsewhere)] == []
+    size = sum((REPO / f).stat().st_size for f in files if (REPO / f).is_file())
+    assert size < 4 * 1024 * 1024, f"the crate's files add up to {size} bytes"
+    # The metadata crates.io shows.
+    manifest = (REPO / "Cargo.toml").read_text()
+    for key in ("description", "license", "readme", "keywords", "categories", "rust-version"):
+        assert f"\n{key} = " in manifest, f"Cargo.toml lacks {key}"
