@@ -92,3 +92,81 @@ def test_cargo_package_ships_sources_not_corpora() -> None:
     manifest = (REPO / "Cargo.toml").read_text()
     for key in ("description", "license", "readme", "keywords", "categories", "rust-version"):
         assert f"\n{key} = " in manifest, f"Cargo.toml lacks {key}"
+
+
+# -- installed packages, driven by real MCP clients ---------------------------------------------
+
+def small_workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "greet.py").write_text("def greet(name):\n    return f'hello {name}'  # puff-marker\n")
+    return root
+
+
+async def python_sdk_session(command: Path, root: Path, stderr_log: Path) -> tuple[set[str], str]:
+    """`COMMAND mcp` through the official Python SDK: the tool names and file_search's text."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=str(command), args=["mcp"], cwd=str(root), env={"PATH": "/usr/bin:/bin"})
+    with open(stderr_log, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                initialized = await session.initialize()
+                assert initialized.server_info.name == "filepuff"
+                tools = {tool.name for tool in (await session.list_tools()).tools}
+                result = await session.call_tool("file_search", {"pattern": "puff-marker"})
+                assert not result.is_error, result
+                return tools, "".join(c.text for c in result.content if c.type == "text")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    built = run([str(REPO / "scripts" / "package-wheel"), "--binary", str(filepuff_binary()), "--out-dir", str(out)])
+    assert built.returncode == 0, built.stderr
+    return Path(built.stdout.strip())
+
+
+def test_wheel_is_a_valid_platform_wheel(wheel: Path) -> None:
+    import base64
+    import hashlib
+    import zipfile
+
+    version = run([str(filepuff_binary()), "--version"]).stdout.split()[1]
+    assert wheel.name.startswith(f"filepuff-{version}-py3-none-manylinux_2_")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        assert f"filepuff-{version}.data/scripts/filepuff" in names
+        record = archive.read(f"filepuff-{version}.dist-info/RECORD").decode().splitlines()
+        listed = {line.split(",")[0] for line in record}
+        assert listed == set(names)
+        for line in record:
+            name, digest, size = line.split(",")
+            if digest:
+                data = archive.read(name)
+                expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                assert (digest, int(size)) == (f"sha256={expected}", len(data)), name
+
+
+def test_wheel_installs_with_pip_and_serves_mcp(wheel: Path, tmp_path: Path) -> None:
+    import asyncio
+    import sys
+
+    venv = tmp_path / "venv"
+    created = run([sys.executable, "-m", "venv", str(venv)])
+    assert created.returncode == 0, created.stderr
+    # No index: the wheel has no dependencies, and pip checks its platform tag against this glibc.
+    installed = run([str(venv / "bin" / "pip"), "install", "--no-index", "--disable-pip-version-check", str(wheel)])
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    filepuff = venv / "bin" / "filepuff"
+    version = run([str(filepuff), "--version"])
+    assert version.stdout == run([str(filepuff_binary()), "--version"]).stdout
+    root = small_workspace(tmp_path)
+    doctor = run([str(filepuff), "doctor"], cwd=root)
+    assert doctor.returncode == 0 and "basedpyright" in doctor.stdout, doctor.stdout + doctor.stderr
+    tools, found = asyncio.run(python_sdk_session(filepuff, root, tmp_path / "mcp.stderr"))
+    assert {"ping", "file_search", "file_read"} <= tools
+    assert "greet.py" in found and "puff-marker" in found, found
+    uninstalled = run([str(venv / "bin" / "pip"), "uninstall", "-y", "filepuff"])
+    assert uninstalled.returncode == 0 and not filepuff.exists()
