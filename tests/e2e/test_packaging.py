@@ -170,3 +170,45 @@ def test_wheel_installs_with_pip_and_serves_mcp(wheel: Path, tmp_path: Path) -> 
     assert "greet.py" in found and "puff-marker" in found, found
     uninstalled = run([str(venv / "bin" / "pip"), "uninstall", "-y", "filepuff"])
     assert uninstalled.returncode == 0 and not filepuff.exists()
+
+
+def test_npm_packages_install_offline_and_serve_mcp_through_npx(tmp_path: Path) -> None:
+    import json
+    import os
+
+    if shutil.which("npm") is None or shutil.which("npx") is None:
+        pytest.skip("npm is not installed")
+    node = REPO / "tests" / "mcp-clients" / "node_modules" / ".bin" / "node"
+    if not node.exists():
+        pytest.skip("not installed: tests/mcp-clients (scripts/setup-test-env runs npm ci there)")
+    out = tmp_path / "packages"
+    built = run([str(REPO / "scripts" / "package-npm"), "--binary", str(filepuff_binary()), "--out-dir", str(out)])
+    assert built.returncode == 0, built.stderr
+    platform_tarball, main_tarball = (Path(line) for line in built.stdout.split())
+    assert platform_tarball.name.startswith("filepuff-linux-") and main_tarball.name.startswith("filepuff-0")
+
+    # A fresh prefix and an empty npm cache: nothing but the two tarballs, no network.
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (prefix / "package.json").write_text('{"private": true}\n')
+    env = {**os.environ, "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_offline": "true",
+           "npm_config_update_notifier": "false"}
+    installed = run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(main_tarball), str(platform_tarball)],
+                    cwd=prefix, env=env)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    version = run(["npx", "-y", "filepuff", "--version"], cwd=prefix, env=env)
+    assert version.stdout == run([str(filepuff_binary()), "--version"]).stdout, version.stderr
+    root = small_workspace(tmp_path)
+    session = run([str(node), str(REPO / "tests" / "mcp-clients" / "stdio-session.mjs"), str(prefix), "puff-marker",
+                   "npx", "-y", "filepuff", "mcp", "--root", str(root)], env=env)
+    assert session.returncode == 0, session.stderr
+    answer = json.loads(session.stdout)
+    assert answer["server"]["name"] == "filepuff"
+    assert {"ping", "file_search", "file_read"} <= set(answer["tools"])
+    assert "greet.py" in answer["text"] and "puff-marker" in answer["text"], answer["text"]
+
+    # Without the platform package the shim says what is missing instead of failing obscurely.
+    shutil.rmtree(prefix / "node_modules" / "@filepuff")
+    missing = run(["npx", "-y", "filepuff", "--version"], cwd=prefix, env=env)
+    assert missing.returncode == 1 and "@filepuff/linux-" in missing.stderr, missing.stderr
