@@ -103,12 +103,14 @@ def small_workspace(tmp_path: Path) -> Path:
     return root
 
 
-async def python_sdk_session(command: Path, root: Path, stderr_log: Path) -> tuple[set[str], str]:
-    """`COMMAND mcp` through the official Python SDK: the tool names and file_search's text."""
+async def python_sdk_session(command: Path, root: Path, stderr_log: Path, args: list[str] | None = None,
+                             env: dict[str, str] | None = None) -> tuple[set[str], str]:
+    """`COMMAND [ARGS] mcp` through the official Python SDK: the tool names and file_search's text."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=str(command), args=["mcp"], cwd=str(root), env={"PATH": "/usr/bin:/bin"})
+    params = StdioServerParameters(command=str(command), args=(args or []) + ["mcp"], cwd=str(root),
+                                   env={"PATH": "/usr/bin:/bin", **(env or {})})
     with open(stderr_log, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
@@ -170,6 +172,27 @@ def test_wheel_installs_with_pip_and_serves_mcp(wheel: Path, tmp_path: Path) -> 
     assert "greet.py" in found and "puff-marker" in found, found
     uninstalled = run([str(venv / "bin" / "pip"), "uninstall", "-y", "filepuff"])
     assert uninstalled.returncode == 0 and not filepuff.exists()
+
+
+def test_uvx_runs_the_wheel_as_an_mcp_config_would(wheel: Path, tmp_path: Path) -> None:
+    """`{"command": "uvx", "args": ["filepuff", "mcp"]}`, with the wheel as the only index (no
+    network: --offline, an empty uv cache, no Python downloads)."""
+    import asyncio
+    import os
+
+    uvx = shutil.which("uvx") or str(REPO / ".venv" / "bin" / "uvx")
+    if not os.access(uvx, os.X_OK):
+        pytest.skip("uv is not installed (tests/e2e/requirements.txt)")
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_TOOL_DIR": str(tmp_path / "uv-tools"),
+           "UV_PYTHON_DOWNLOADS": "never", "UV_OFFLINE": "1", "UV_NO_INDEX": "1",
+           "UV_FIND_LINKS": str(wheel.parent), "HOME": str(tmp_path)}
+    version = run([uvx, "filepuff", "--version"], env={"PATH": os.environ["PATH"], **env})
+    assert version.stdout == run([str(filepuff_binary()), "--version"]).stdout, version.stderr
+    root = small_workspace(tmp_path)
+    tools, found = asyncio.run(python_sdk_session(Path(uvx), root, tmp_path / "mcp.stderr", ["filepuff"],
+                                                  {**env, "PATH": os.environ["PATH"]}))
+    assert {"ping", "file_search", "file_read"} <= tools
+    assert "greet.py" in found and "puff-marker" in found, found
 
 
 def test_npm_packages_install_offline_and_serve_mcp_through_npx(tmp_path: Path) -> None:
