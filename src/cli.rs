@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+mod generate;
 mod graph;
 
 use crate::edits::Operation;
@@ -96,6 +97,13 @@ pub enum Command {
     },
     /// Build and query the persistent code knowledge graph.
     Graph(graph::GraphArgs),
+    /// Print a shell completion script (e.g. `filepuff completions bash > ~/.local/share/bash-completion/completions/filepuff`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page filepuff(1) in roff (e.g. `filepuff man > ~/.local/share/man/man1/filepuff.1`).
+    Man,
 }
 
 #[derive(Debug, clap::Args)]
@@ -352,6 +360,13 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    match cli.command {
+        Command::Completions { shell } => {
+            return finish_write(generate::write_completions(shell, &mut std::io::stdout()));
+        }
+        Command::Man => return finish_write(generate::write_man_page(&mut std::io::stdout())),
+        _ => {}
+    }
     if let Command::Lsp = cli.command {
         // The workspace comes from the editor's `initialize`; --root (or the current
         // directory) is the fallback.
@@ -364,7 +379,12 @@ pub fn run(cli: Cli) -> ExitCode {
         };
     }
     let json = match &cli.command {
-        Command::Lsp | Command::Mcp(_) | Command::Serve(_) | Command::Tools(_) => false,
+        Command::Lsp
+        | Command::Mcp(_)
+        | Command::Serve(_)
+        | Command::Tools(_)
+        | Command::Completions { .. }
+        | Command::Man => false,
         Command::Search(args) => args.json,
         Command::Read(args) => args.json,
         Command::Query(args) => args.json,
@@ -389,7 +409,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     }
     match cli.command {
-        Command::Lsp => ExitCode::from(EXIT_OK),
+        Command::Lsp | Command::Completions { .. } | Command::Man => ExitCode::from(EXIT_OK),
         Command::Mcp(args) => match toolset_selection(&engine, args.toolsets.toolsets.as_deref()) {
             Ok(toolsets) if args.standalone => {
                 let notice = crate::mcp::attach::DiskNotice::new(
@@ -531,6 +551,19 @@ pub fn run(cli: Cli) -> ExitCode {
             }
             Err(err) => report_error(&err, args.position.json),
         },
+    }
+}
+
+/// The exit status of printing generated text: a reader that stopped early (`| head`, a closed
+/// pipe) is not an error, as in ripgrep; any other failed write is.
+fn finish_write(result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(EXIT_OK),
+        Err(err) => {
+            eprintln!("filepuff: cannot write the output: {err}");
+            ExitCode::from(EXIT_ERROR)
+        }
     }
 }
 

@@ -1,11 +1,18 @@
 -- Driven by test_neovim.py inside `nvim --headless --clean` (0.7.2 and 0.11): loads the plugin
--- with cmd = { $FILEPUFF_BIN }, opens $FILEPUFF_TEST_FILE (if set) and waits, at most 60 s, until
+-- with cmd = { $FILEPUFF_BIN } (none when empty), opens $FILEPUFF_TEST_FILE (if set) and waits, at most 60 s, until
 -- its filepuff lsp serves agents (filepuff/status), then writes `:checkhealth filepuff` to
 -- $FILEPUFF_TEST_OUT and quits.
 vim.opt.runtimepath:prepend(os.getenv("FILEPUFF_PLUGIN"))
 vim.cmd("runtime plugin/filepuff.lua")
 local filepuff = require("filepuff")
-filepuff.setup({ cmd = { os.getenv("FILEPUFF_BIN") } })
+-- FILEPUFF_TEST_BUILD=1: install the binary with the build helper first (cargo install --debug,
+-- reusing the checkout's target/). An empty FILEPUFF_BIN: no cmd, so the plugin resolves it.
+if os.getenv("FILEPUFF_TEST_BUILD") == "1" then
+  local built, err = require("filepuff.build").run({ cargo_args = { "--debug" } })
+  if not built then error(err) end
+end
+local bin = os.getenv("FILEPUFF_BIN") or ""
+filepuff.setup(bin ~= "" and { cmd = { bin } } or {})
 
 local function serving()
   local client = filepuff.clients()[1]

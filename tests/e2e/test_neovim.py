@@ -663,13 +663,13 @@ def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision
 # ---- :checkhealth filepuff ----------------------------------------------------------------------
 
 
-def checkhealth(nvim: str, tmp_path: Path, binary: str, file: Path | None) -> str:
+def checkhealth(nvim: str, tmp_path: Path, binary: str, file: Path | None, **extra_env: str) -> str:
     """`:checkhealth filepuff` in headless `nvim` (nvim_health.lua), with the plugin's cmd =
-    {binary}, after `file` (if any) is open and its filepuff lsp serves agents."""
+    {binary} (no cmd when empty), after `file` (if any) is open and its filepuff lsp serves agents."""
     out = tmp_path / "health.txt"
     env = dict(os.environ, FILEPUFF_BIN=binary, FILEPUFF_PLUGIN=str(PLUGIN), FILEPUFF_TEST_OUT=str(out),
                FILEPUFF_TEST_FILE=str(file or ""), XDG_STATE_HOME=str(tmp_path / "state"),
-               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"), **extra_env)
     run = subprocess.run([nvim, "--headless", "--clean", "-c", f"luafile {E2E / 'nvim_health.lua'}"],
                          cwd=file.parent if file else tmp_path, env=env, stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=120)
@@ -693,7 +693,7 @@ def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_pa
 
     ok = "- ✅ OK " if version == "0.11" else "  - OK: "
     version_line = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
-    assert f"{ok}{version_line} ({binary})" in report, report
+    assert f"{ok}{version_line} ({binary}) from setup({{ cmd = ... }})" in report, report
     doctor = json.loads(subprocess.run([binary, "--root", str(root), "doctor", "--json"],
                                        capture_output=True, text=True, check=True).stdout)
     serving = [e for e in doctor if e["serves"] and not e["disabled"]]
@@ -713,6 +713,34 @@ def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_pa
     assert "no-such-filepuff" in missing and "is not found" in missing, missing
     assert ("ERROR" in missing) or ("❌" in missing), missing
     assert "filepuff lsp is not running in this Neovim" in missing, missing
+
+
+def test_checkhealth_names_the_binary_found_without_cmd(tmp_path):
+    """No `cmd` in setup(): the plugin runs `filepuff` from PATH and :checkhealth says so; after
+    the build helper (:FilepuffBuild's `cargo install --path REPO --root DATA/filepuff`, here
+    `--debug`, which reuses the checkout's target/) the installed binary comes before PATH."""
+    nvim = str(nvim_011() or "")
+    if not nvim:
+        pytest.skip("not installed: Neovim 0.11 (scripts/setup-test-env)")
+    need("gopls")
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed")
+    root = copy_fixture(tmp_path / "ws")
+    on_path = tmp_path / "path-bin"
+    on_path.mkdir()
+    (on_path / "filepuff").symlink_to(filepuff_binary().resolve())
+    version_line = subprocess.run([str(filepuff_binary()), "--version"], capture_output=True, text=True).stdout.strip()
+    path = os.pathsep.join([str(on_path), os.environ["PATH"]])
+
+    report = checkhealth(nvim, tmp_path, "", root / "main.go", PATH=path)
+    assert f"- ✅ OK {version_line} ({on_path / 'filepuff'}) found on PATH" in report, report
+    assert "agents attach on" in report and "❌" not in report, report
+
+    (tmp_path / "built").mkdir()
+    built = tmp_path / "built" / "data" / "nvim" / "filepuff" / "bin" / "filepuff"
+    report = checkhealth(nvim, tmp_path / "built", "", None, PATH=path, FILEPUFF_TEST_BUILD="1")
+    assert built.is_file(), report
+    assert f"- ✅ OK {version_line} ({built}) installed by :FilepuffBuild" in report, report
 
 
 # ---- rename across files, completion (0.11) -----------------------------------------------------

@@ -17,6 +17,7 @@ Playwright fails instead of skipping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -209,25 +210,35 @@ class Workbench:
         assert self.active_tab() == name, f"the cursor moved in {self.active_tab()!r}, not {name!r}"
 
 
-@pytest.fixture(scope="module")
-def vscode(tmp_path_factory):
-    """code-server with the .vsix installed, a copy of the Go fixture open, and a browser on it."""
+def require_editor_tools(vsix: Path | None) -> str:
+    """Chromium's path, once code-server, Playwright, gopls (and the .vsix, when named) are there."""
     if not (NODE.is_file() and ENTRY.is_file()):
         missing(f"code-server in {CODE_SERVER}")
     chromium = shutil.which("chromium")
     if chromium is None:
         missing("chromium (Debian's)")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         missing("playwright (PyPI, tests/e2e/requirements.txt)")
-    if not VSIX.is_file():
-        missing(f"the extension package {VSIX} (cd editors/vscode && npm run build && npm run package)")
+    if vsix is not None and not vsix.is_file():
+        missing(f"the extension package {vsix} (cd editors/vscode && npm run build && npm run package)")
     if shutil.which("gopls") is None:
         missing("gopls (scripts/install-language-servers)")
+    return chromium
 
-    tmp = tmp_path_factory.mktemp("vscode")
-    shots = ARTIFACTS
+
+@contextlib.contextmanager
+def workbench(tmp: Path, vsix: Path, shots: Path, filepuff_on_path: bool):
+    """code-server with `vsix` installed, a copy of the Go fixture open, and a browser on it.
+
+    With `filepuff_on_path`, the binary under test is `filepuff.path` and on PATH; without, no
+    `filepuff.path` is set anywhere and PATH holds only the language servers: the extension
+    must find the binary it carries.
+    """
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_editor_tools(vsix)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     root = tmp / "ws"
@@ -238,7 +249,8 @@ def vscode(tmp_path_factory):
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
     (bin_dir / "filepuff").symlink_to(filepuff_binary())
-    path = os.pathsep.join([str(bin_dir), str(REPO / ".tools" / "bin"), os.environ.get("PATH", "")])
+    path = os.pathsep.join(([str(bin_dir)] if filepuff_on_path else [])
+                           + [str(REPO / ".tools" / "bin"), os.environ.get("PATH", "")])
     env = {**os.environ, "PATH": path, "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_DATA_HOME": str(tmp / "data"),
            "FILEPUFF_LOG": "info"}
     user_data = tmp / "user-data"
@@ -247,10 +259,10 @@ def vscode(tmp_path_factory):
     (user_data / "Machine").mkdir(parents=True)
     # In a remote window (code-server's is one) VS Code reads `filepuff.path`, a machine-overridable
     # setting, from the remote machine's settings, not the User's (docs/editors.md).
-    (user_data / "Machine" / "settings.json").write_text(json.dumps({
-        "filepuff.path": str(bin_dir / "filepuff"),
-        "filepuff.env": {"PATH": path, "FILEPUFF_LOG": "info"},
-    }, indent=2))
+    machine = {"filepuff.env": {"PATH": path, "FILEPUFF_LOG": "info"}}
+    if filepuff_on_path:
+        machine["filepuff.path"] = str(bin_dir / "filepuff")
+    (user_data / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
     (user_data / "User" / "settings.json").write_text(json.dumps({
         "security.workspace.trust.enabled": False,
         "workbench.startupEditor": "none",
@@ -271,7 +283,7 @@ def vscode(tmp_path_factory):
     }, indent=2))
     base = [str(NODE), str(ENTRY), "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
 
-    installed = subprocess.run(base + ["--install-extension", str(VSIX)], env=env, capture_output=True,
+    installed = subprocess.run(base + ["--install-extension", str(vsix)], env=env, capture_output=True,
                                text=True, timeout=180)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     listed = subprocess.run(base + ["--list-extensions", "--show-versions"], env=env, capture_output=True,
@@ -307,6 +319,7 @@ def vscode(tmp_path_factory):
         bench.env = env
         bench.listed_extensions = listed.stdout.split()
         bench.version = version
+        bench.extensions = extensions
         yield bench
         bench.shot("zz-last")
     finally:
@@ -323,6 +336,13 @@ def vscode(tmp_path_factory):
         log.close()
         # VS Code's own logs (the extension host's, the filepuff output channel) go with the shots.
         shutil.copytree(user_data / "logs", shots / "logs", dirs_exist_ok=True)
+
+
+@pytest.fixture(scope="module")
+def vscode(tmp_path_factory):
+    """The universal .vsix (no binary inside), the binary under test named by filepuff.path."""
+    with workbench(tmp_path_factory.mktemp("vscode"), VSIX, ARTIFACTS, filepuff_on_path=True) as bench:
+        yield bench
 
 
 def test_the_vsix_installs(vscode):

@@ -2,11 +2,13 @@
  * The VS Code face: starts `filepuff lsp` with vscode-languageclient, shows `filepuff/status` in
  * the status bar, reports what the person looks at (`filepuff/editorFocus`, focus.ts), offers restart / doctor / log commands, and registers `filepuff mcp` for the
  * workspace folder as an MCP server so agent mode attaches to the same Engine. The decisions
- * (launch command, initializationOptions, selector, status text, MCP definition) live in
- * settings.ts and status.ts.
+ * (launch command, initializationOptions, selector, status text, MCP definition, which binary)
+ * live in settings.ts, status.ts and binary.ts.
  */
 
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import { LanguageClient, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
 import {
@@ -22,6 +24,7 @@ import {
 } from "./settings";
 import { EDITOR_FOCUS, type EditorLike, FocusReporter, focusParams } from "./focus";
 import { type StatusPayload, statusView } from "./status";
+import { type ResolvedBinary, binaryDescription, resolveBinary } from "./binary";
 
 let client: LanguageClient | undefined;
 let statusItem: vscode.StatusBarItem;
@@ -29,8 +32,13 @@ let output: vscode.OutputChannel;
 /** What the person looks at, reported to filepuff for agents (`filepuff/editorFocus`). */
 let focus: FocusReporter | undefined;
 let servedLanguages: string[] = [];
+/** The extension's directory: a platform-specific .vsix carries the binary in its `bin/`. */
+let extensionPath = "";
+/** The binary the last `settings()` resolved, named in the status bar's tooltip. */
+let binary: ResolvedBinary = { command: "filepuff", source: "PATH" };
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  extensionPath = context.extensionPath;
   output = vscode.window.createOutputChannel("filepuff");
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
   statusItem.command = "filepuff.openLog";
@@ -68,9 +76,28 @@ export async function deactivate(): Promise<void> {
   await stopClient();
 }
 
+/** The settings, with `path` the binary resolved as binary.ts says (setting, bundled, PATH). */
 function settings(): FilepuffSettings {
   const config = vscode.workspace.getConfiguration("filepuff");
-  return readSettings((key) => config.get(key));
+  const read = readSettings((key) => config.get(key));
+  const setting = config.get("path");
+  binary = resolveBinary({
+    setting: typeof setting === "string" ? setting.trim() : undefined,
+    bundled: path.join(extensionPath, "bin", process.platform === "win32" ? "filepuff.exe" : "filepuff"),
+    pathVariable: read.env.PATH ?? process.env.PATH,
+    isExecutable,
+    delimiter: path.delimiter,
+  });
+  return { ...read, path: binary.command };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function workspaceFolder(): vscode.WorkspaceFolder | undefined {
@@ -97,7 +124,8 @@ async function startClient(): Promise<void> {
   client = new LanguageClient("filepuff", "filepuff", serverOptions, clientOptions);
   client.onNotification("filepuff/status", (payload: StatusPayload) => showStatus(payload));
   statusItem.text = "$(loading~spin) filepuff";
-  statusItem.tooltip = `starting ${launch.command} ${launch.args.join(" ")}`;
+  statusItem.tooltip = `starting ${launch.command} ${launch.args.join(" ")}\n${binaryDescription(binary)}`;
+  output.appendLine(binaryDescription(binary));
   statusItem.show();
   try {
     await client.start();
@@ -108,7 +136,7 @@ async function startClient(): Promise<void> {
   } catch (error) {
     const message = launchFailure("starting filepuff lsp", launch.command, error, { remoteName: vscode.env.remoteName });
     statusItem.text = "$(error) filepuff";
-    statusItem.tooltip = message;
+    statusItem.tooltip = `${message}\n${binaryDescription(binary)}`;
     output.appendLine(message);
     void vscode.window.showErrorMessage(message);
   }
@@ -137,7 +165,7 @@ async function stopClient(): Promise<void> {
 }
 
 function showStatus(payload: StatusPayload): void {
-  const view = statusView(payload);
+  const view = statusView(payload, binaryDescription(binary));
   statusItem.text = view.text;
   statusItem.tooltip = view.tooltip;
   statusItem.backgroundColor =

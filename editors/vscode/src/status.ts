@@ -43,11 +43,15 @@ export function stateLabel(state: string): Severity | string {
   }
 }
 
-/** Maps a payload to the status bar: the worst state wins (crashed, then indexing, then ready). */
-export function statusView(payload: StatusPayload): StatusView {
+/**
+ * Maps a payload to the status bar: the worst state wins (crashed, then indexing, then ready).
+ * `binary` (binary.ts's `binaryDescription`) is the tooltip's last line: which filepuff runs.
+ */
+export function statusView(payload: StatusPayload, binary?: string): StatusView {
+  const tail = binary ? [binary] : [];
   const servers = payload.servers ?? [];
   if (servers.length === 0) {
-    return { text: "$(circle-outline) filepuff", tooltip: "filepuff: no language server running yet", severity: "idle" };
+    return { text: "$(circle-outline) filepuff", tooltip: ["filepuff: no language server running yet", ...tail].join("\n"), severity: "idle" };
   }
   const crashed = servers.filter((s) => s.state === "exited");
   const busy = servers.filter((s) => s.state === "busy");
@@ -63,5 +67,5 @@ export function statusView(payload: StatusPayload): StatusView {
     return `${s.name}: ${parts.join(", ")}`;
   });
   const header = `filepuff lsp${payload.positionEncoding ? ` (editor encoding ${payload.positionEncoding})` : ""}`;
-  return { text: `${icon} filepuff: ${names.join(", ")}`, tooltip: [header, ...lines].join("\n"), severity };
+  return { text: `${icon} filepuff: ${names.join(", ")}`, tooltip: [header, ...lines, ...tail].join("\n"), severity };
 }

@@ -27,13 +27,20 @@ local function run(cmd)
   return output, vim.v.shell_error == 0
 end
 
+local SOURCES = {
+  setting = "from setup({ cmd = ... })",
+  build = "installed by :FilepuffBuild",
+  PATH = "found on PATH",
+}
+
 local function check_binary(filepuff)
   report.start("filepuff: binary")
-  local program = filepuff.config.cmd[1]
+  local program = filepuff.command()[1]
   local path = vim.fn.exepath(program)
   if path == "" then
     report.error(string.format("%q is not found (cmd = %s)", program, vim.inspect(filepuff.config.cmd)), {
-      "Install filepuff (cargo install --path . in its repository) and put it on PATH,",
+      "Install filepuff with one of: uv tool install filepuff, pipx install filepuff, npm install -g filepuff,",
+      "cargo install --path . in its repository, or :FilepuffBuild (into " .. require("filepuff.build").binary() .. "),",
       'or give its full path: require("filepuff").setup({ cmd = { "/path/to/filepuff" } })',
     })
     return false
@@ -44,7 +51,7 @@ local function check_binary(filepuff)
     report.error(string.format("%s does not run: `%s --version` said %q", path, path, version))
     return false
   end
-  report.ok(string.format("%s (%s)", version, path))
+  report.ok(string.format("%s (%s) %s", version, path, SOURCES[filepuff.cmd_source] or ""))
   return true
 end
 
@@ -60,7 +67,7 @@ end
 local function check_servers(filepuff)
   local root = current_root(filepuff)
   report.start("filepuff: language servers (filepuff doctor, root " .. root .. ")")
-  local cmd = vim.deepcopy(filepuff.config.cmd)
+  local cmd = vim.deepcopy(filepuff.command())
   vim.list_extend(cmd, { "--root", root, "doctor", "--json" })
   local output, ok = run(cmd)
   local decoded_ok, entries = pcall(vim.fn.json_decode, output)

@@ -11,8 +11,9 @@ local M = {}
 local NAME = "filepuff"
 
 M.defaults = {
-  -- The binary and any arguments before `lsp` (a path, or a name on PATH).
-  cmd = { "filepuff" },
+  -- The binary and any arguments before `lsp` (a path, or a name on PATH). nil: the binary
+  -- :FilepuffBuild installed, else `filepuff` on PATH (M.resolve_cmd).
+  cmd = nil,
   filetypes = { "go", "python", "c", "cpp", "typescript", "typescriptreact", "javascript", "javascriptreact" },
   -- The nearest ancestor of the file holding one of these is the workspace root.
   root_markers = { "filepuff.toml", ".git", "go.work", "go.mod", "pyproject.toml", "package.json" },
@@ -35,6 +36,24 @@ local function has(version)
   return vim.fn.has("nvim-" .. version) == 1
 end
 
+--- The command to run and where it came from: `cmd` when given ("setting"); else the binary the
+--- build helper installed ("build", filepuff.build); else `filepuff` on PATH ("PATH", its full
+--- path when found). The same order as the VS Code extension's (setting, bundled, PATH).
+function M.resolve_cmd(cmd)
+  if type(cmd) == "table" and #cmd > 0 then return vim.deepcopy(cmd), "setting" end
+  local built = require("filepuff.build").binary()
+  if vim.fn.executable(built) == 1 then return { built }, "build" end
+  local found = vim.fn.exepath("filepuff")
+  return { found ~= "" and found or "filepuff" }, "PATH"
+end
+
+--- The resolved command (binary and arguments before the subcommand), resolving on first use
+--- when setup() has not run.
+function M.command()
+  if not M.config.cmd then M.config.cmd, M.cmd_source = M.resolve_cmd(nil) end
+  return M.config.cmd
+end
+
 --- The `initializationOptions` filepuff lsp takes, or nil when nothing is overridden.
 function M.init_options()
   local options = {}
@@ -46,7 +65,7 @@ end
 
 --- The `filepuff lsp` command line.
 function M.lsp_cmd()
-  local cmd = vim.deepcopy(M.config.cmd)
+  local cmd = vim.deepcopy(M.command())
   table.insert(cmd, "lsp")
   return cmd
 end
@@ -137,7 +156,9 @@ end
 
 --- Configures and enables filepuff. Options: see M.defaults and :help filepuff.
 function M.setup(opts)
+  M.opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  M.config.cmd, M.cmd_source = M.resolve_cmd(opts and opts.cmd)
   if M.config.report_focus then require("filepuff.focus").setup() end
   if vim.lsp.config and vim.lsp.enable and has("0.11") then
     vim.lsp.config(NAME, {
@@ -188,7 +209,7 @@ end
 
 --- Runs `filepuff doctor` in the current buffer's root; returns its output lines.
 function M.doctor_lines()
-  local cmd = vim.deepcopy(M.config.cmd)
+  local cmd = vim.deepcopy(M.command())
   vim.list_extend(cmd, { "--root", M.root_dir(0), "doctor" })
   local output = vim.fn.system(cmd)
   return vim.split(output, "\n", { trimempty = true })
@@ -211,11 +232,12 @@ end
 function M.mcp_config()
   local client = M.clients()[1]
   local root = client and client.config.root_dir or M.root_dir(0)
-  local program = vim.fn.exepath(M.config.cmd[1])
+  local cmd = M.command()
+  local program = vim.fn.exepath(cmd[1])
   local args = {}
-  for i = 2, #M.config.cmd do table.insert(args, M.config.cmd[i]) end
+  for i = 2, #cmd do table.insert(args, cmd[i]) end
   vim.list_extend(args, { "mcp", "--root", root })
-  return { mcpServers = { filepuff = { command = program ~= "" and program or M.config.cmd[1], args = args } } }
+  return { mcpServers = { filepuff = { command = program ~= "" and program or cmd[1], args = args } } }
 end
 
 return M

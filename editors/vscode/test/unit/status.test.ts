@@ -25,6 +25,12 @@ describe("statusView", () => {
     expect(crashed).toMatchObject({ severity: "crashed", text: "$(error) filepuff: gopls (indexing), clangd (crashed)" });
   });
 
+  it("ends the tooltip with the binary's line", () => {
+    const line = "binary: /e/bin/filepuff (bundled with the extension)";
+    expect(statusView({ servers: [gopls] }, line).tooltip.split("\n").at(-1)).toBe(line);
+    expect(statusView({ servers: [] }, line).tooltip).toBe(`filepuff: no language server running yet\n${line}`);
+  });
+
   it("passes unknown states through", () => {
     expect(stateLabel("starting")).toBe("starting");
     expect(statusView({ servers: [{ name: "x", state: "starting" }] }).text).toBe("$(check) filepuff: x (starting)");
