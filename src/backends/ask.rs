@@ -140,6 +140,9 @@ fn is_empty<T: serde::Serialize>(value: &T) -> bool {
     serde_json::to_value(value).is_ok_and(|json| route::is_empty_answer(&json))
 }
 
+/// One server's name and its answer, from [`Backends::ask_each`].
+pub type EachAnswer<T> = (String, Result<Answered<T>, BackendError>);
+
 impl Backends {
     /// Asks the server for `question.id`'s language and project the request `make` builds
     /// (given the client, so positions can be converted to its encoding), as the module
@@ -229,6 +232,55 @@ impl Backends {
             }
         }
         fallback.unwrap_or(Err(BackendError::NoServer { language: question.language.name() }))
+    }
+
+    /// Asks every server of `question.language` that offers `question.method` (a merged method:
+    /// diagnostics, where each server — a type checker and a linter — reports its own), one after
+    /// the other within one `ready_limit`, in the order [`super::route`] gives. Each answer or
+    /// error is returned with its server's name, in that order.
+    ///
+    /// Errors: as [`Backends::ask`] when no server of the language can be started at all (the
+    /// per-server errors are in the list otherwise).
+    pub fn ask_each<T, F, Fut>(
+        &self,
+        question: Question<'_>,
+        ready_limit: Duration,
+        make: F,
+    ) -> Result<Vec<EachAnswer<T>>, BackendError>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<LspClient>) -> Fut,
+        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+    {
+        let method = question.method;
+        let servers = self.specs_for(question.language)?;
+        let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
+        let cancel = CancelFlag::current();
+        let deadline = std::time::Instant::now() + ready_limit;
+        let mut answers = Vec::new();
+        for (spec, program) in servers {
+            let root = self.project_root(spec, question.id.path());
+            let answer = self.acquire_spec(spec, program, root).and_then(|acquired| {
+                if !route::offers(&acquired.client.capabilities_json, method) {
+                    return Ok(None);
+                }
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                self.ask_server(&question, spec, acquired, left, &cancel, &make).map(Some)
+            });
+            match answer {
+                Ok(None) => {}
+                Ok(Some(answered)) => answers.push((spec.name.clone(), Ok(answered))),
+                Err(err @ BackendError::Cancelled { .. }) => return Err(err),
+                Err(err) => answers.push((spec.name.clone(), Err(err))),
+            }
+        }
+        if answers.iter().all(|(_, answer)| answer.is_err()) {
+            return match answers.into_iter().next() {
+                Some((_, Err(err))) => Err(err),
+                _ => Err(BackendError::NoServer { language: question.language.name() }),
+            };
+        }
+        Ok(answers)
     }
 
     /// Asks one server (`acquired`, started from `spec`): sync, readiness, the request; a crash

@@ -884,15 +884,18 @@ pub struct FileDiagnostics {
     pub diagnostics: Vec<DiagnosticInfo>,
     /// Known to be for `text` (see [`LspClient::diagnostics`]).
     pub current: bool,
-    /// The server's name and version.
+    /// The servers' names and versions, comma-separated (every server of the language reports
+    /// its own diagnostics; one that failed is named with why).
     pub server: String,
     pub restarted: bool,
-    /// Whether the server was ready (started, project loaded) within the wait.
+    /// Whether the servers were ready (started, project loaded) within the wait.
     pub completeness: Completeness,
 }
 
-/// The diagnostics of `text` as the content of `id`, from its server through the one ask path
-/// (synced, once the server is ready), converted to 1-based lines and columns.
+/// The diagnostics of `text` as the content of `id`, from every server of its language that
+/// reports them (a type checker's and a linter's, merged in position order, as the editor shows
+/// them), each through the one ask path (synced, once the server is ready), converted to 1-based
+/// lines and columns.
 ///
 /// Errors: as [`find_definition`]'s server errors (4001–4006).
 pub fn file_diagnostics(
@@ -919,9 +922,11 @@ pub fn file_diagnostics_within(
     let uri = id.uri();
     let deadline = std::time::Instant::now() + limit;
     let question = Question { id, language, method: "textDocument/publishDiagnostics", text, needs: Needs::Index };
-    let answered = engine
+    // Every server of the language reports its own (a type checker's and a linter's), merged
+    // as the editor shows them.
+    let answers = engine
         .backends()
-        .ask_within(question, limit, |client| {
+        .ask_each(question, limit, |client| {
             let uri = uri.clone();
             async move {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -929,30 +934,50 @@ pub fn file_diagnostics_within(
             }
         })
         .map_err(backend_error)?;
-    let (raw, current) = answered.value;
-    let client = &answered.client;
-    let encoding = client.encoding;
-    let convert = |p: lsp_types::Position| {
-        let (offset, _) =
-            position::position_to_offset(text, position::Position { line: p.line, character: p.character }, encoding);
-        position::offset_to_one_based(text, offset).0
+    let mut merged = FileDiagnostics {
+        diagnostics: Vec::new(),
+        current: true,
+        server: String::new(),
+        restarted: false,
+        completeness: Completeness::Complete,
     };
-    let mut out: Vec<DiagnosticInfo> = raw
-        .into_iter()
-        .map(|d| {
+    let mut servers = Vec::new();
+    for (name, answer) in answers {
+        let answered = match answer {
+            Ok(answered) => answered,
+            Err(err) => {
+                // One server failing leaves the others' diagnostics; it is named, not hidden.
+                servers.push(format!("{name} (failed: {err})"));
+                merged.current = false;
+                continue;
+            }
+        };
+        let (raw, current) = answered.value;
+        let client = &answered.client;
+        let encoding = client.encoding;
+        let convert = |p: lsp_types::Position| {
+            let (offset, _) = position::position_to_offset(
+                text,
+                position::Position { line: p.line, character: p.character },
+                encoding,
+            );
+            position::offset_to_one_based(text, offset).0
+        };
+        merged.diagnostics.extend(raw.into_iter().map(|d| {
             let (start, end) = (convert(d.range.start), convert(d.range.end));
             let span = (start.line as usize, start.column as usize, end.line as usize, end.column as usize);
             DiagnosticInfo::from_lsp(d, None, span)
-        })
-        .collect();
-    out.sort_by_key(|d| (d.line, d.column));
-    Ok(FileDiagnostics {
-        diagnostics: out,
-        current,
-        server: client.server_info.clone().unwrap_or_else(|| client.name.clone()),
-        restarted: answered.restarted,
-        completeness: answered.completeness,
-    })
+        }));
+        servers.push(client.server_info.clone().unwrap_or_else(|| client.name.clone()));
+        merged.current &= current;
+        merged.restarted |= answered.restarted;
+        if answered.completeness != Completeness::Complete {
+            merged.completeness = answered.completeness;
+        }
+    }
+    merged.diagnostics.sort_by_key(|d| (d.line, d.column));
+    merged.server = servers.join(", ");
+    Ok(merged)
 }
 
 /// Readable text of `diagnostics`.

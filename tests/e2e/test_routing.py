@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -108,6 +109,31 @@ def test_issue_20_navigation_config_chooses_the_server(tmp_path):
         assert result.is_error, result.structured_content
         error = json.loads(result.content[-1].text)
         assert "ruff" in json.dumps(error), error
+    finally:
+        session.close()
+
+
+def test_diagnostics_of_a_file_merge_every_servers_report(tmp_path):
+    """The type checker's and the linter's diagnostics of one file, as the editor shows them
+    (found by a fresh user: the per-file call gave basedpyright's alone)."""
+    need("basedpyright-langserver", "ruff")
+    root = python_root(tmp_path)
+    (root / "app.py").write_text("import os\n\n\ndef f() -> int:\n    return 1\n")
+    session = McpSession(root, tmp_path / "mcp.log").start()
+    try:
+        def report():
+            out = session.ok("diagnostics", {"file": "app.py"})
+            sources = {d.get("source") for d in out["diagnostics"]}
+            return out if {"basedpyright", "Ruff"} <= sources else None
+
+        out = wait_answer(report, "diagnostics from both servers", timeout=120)
+        assert "basedpyright" in out["server"] and "ruff" in out["server"].lower(), out["server"]
+        codes = {(d.get("source"), d.get("code")) for d in out["diagnostics"]}
+        assert ("Ruff", "F401") in codes, codes
+        assert [d["line"] for d in out["diagnostics"]] == sorted(d["line"] for d in out["diagnostics"])
+        cli = subprocess.run([str(filepuff_binary()), "--root", str(root), "diag", "app.py"], capture_output=True,
+                             text=True, timeout=120)
+        assert "[Ruff]" in cli.stdout and "[basedpyright]" in cli.stdout, cli.stdout + cli.stderr
     finally:
         session.close()
 
