@@ -392,7 +392,7 @@ pub fn render_text(output: &RenameSymbolOutput) -> String {
     let state = match (&output.editor_refused, output.applied) {
         (Some(reason), _) => format!("NOT applied: the editor refused the rename ({reason})"),
         (None, true) => "applied".to_owned(),
-        (None, false) => "preview (not written; pass apply=true)".to_owned(),
+        (None, false) => "preview (not written; apply it with apply: true, or --apply in the CLI)".to_owned(),
     };
     out.push_str(&format!("rename: {} edit(s) in {} file(s), {state}\n", output.total_edits, output.files.len()));
     for file in &output.files {

@@ -794,3 +794,19 @@ def test_completion_after_a_package_name(harness, tmp_path):
         if edit is not None:
             target = edit.get("range") or edit["replace"]
             assert target == {"start": {"line": line, "character": cursor}, "end": {"line": line, "character": cursor}}, edit
+
+
+def test_filepuff_doctor_twice_replaces_its_buffer(harness, tmp_path):
+    """`:FilepuffDoctor` run again while its window is open shows it anew (it failed with E95,
+    `Buffer with this name already exists`, and left an unnamed buffer behind)."""
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    nvim.step("edit", path=str(root / "main.go"))
+    for _ in range(2):
+        nvim.step("command", command="FilepuffDoctor")
+    listing = nvim.step("command", command="echo json_encode(map(getbufinfo(), {_, b -> b.name}))")
+    names = json.loads(listing.strip())
+    assert names.count("filepuff://doctor") == 1, names
+    assert "" not in names, f"an unnamed buffer was left: {names}"
+    text = nvim.step("command", command="echo join(getbufline(bufnr('filepuff://doctor'), 1, '$'), \"\\n\")")
+    assert "gopls" in text and "serves: go" in text, text

@@ -89,7 +89,7 @@ end
 --- Sends the current focus to every filepuff client whose last report differs.
 function M.report_now()
   for _, client in ipairs(require("filepuff").clients()) do
-    local stopped = client.is_stopped and (vim.fn.has("nvim-0.11") == 1 and client:is_stopped() or client.is_stopped())
+    local stopped = require("filepuff").is_stopped(client)
     if client.initialized ~= false and not stopped then
       local ok, params = pcall(M.params, client)
       if ok and not vim.deep_equal(params, M.last[client.id]) then

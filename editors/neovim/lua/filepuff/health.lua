@@ -113,8 +113,7 @@ local function check_socket(filepuff)
   report.start("filepuff: agents' socket")
   local clients = {}
   for _, client in ipairs(filepuff.clients()) do
-    local stopped
-    if vim.fn.has("nvim-0.11") == 1 then stopped = client:is_stopped() else stopped = client.is_stopped() end
+    local stopped = require("filepuff").is_stopped(client)
     if not stopped then table.insert(clients, client) end
   end
   if #clients == 0 then

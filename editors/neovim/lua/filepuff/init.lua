@@ -128,7 +128,7 @@ end
 
 local function client_for_root(root)
   for _, client in ipairs(M.clients()) do
-    if client.config.root_dir == root and not client.is_stopped() then return client end
+    if client.config.root_dir == root and not M.is_stopped(client) then return client end
   end
   return nil
 end
@@ -215,9 +215,19 @@ function M.doctor_lines()
   return vim.split(output, "\n", { trimempty = true })
 end
 
---- Shows `filepuff doctor` in a scratch buffer.
+--- Whether `client` has stopped (`client:is_stopped()` from Neovim 0.11, where the
+--- `client.is_stopped()` form is deprecated; the old form before).
+function M.is_stopped(client)
+  if vim.fn.has("nvim-0.11") == 1 then return client:is_stopped() end
+  return client.is_stopped()
+end
+
+--- Shows `filepuff doctor` in a scratch buffer named `filepuff://doctor` (replacing the one an
+--- earlier call left open).
 function M.doctor()
   local lines = M.doctor_lines()
+  local previous = vim.fn.bufnr("filepuff://doctor")
+  if previous ~= -1 then vim.api.nvim_buf_delete(previous, { force = true }) end
   vim.cmd("botright new")
   local bufnr = vim.api.nvim_get_current_buf()
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
