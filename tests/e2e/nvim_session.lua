@@ -130,6 +130,19 @@ function steps.command(args)
   return output
 end
 
+--- Types `keys` (Neovim's key notation, e.g. "O// typing" or " more<Esc>") as a person would:
+--- queued like typed keys and handled after this step, in whatever mode they lead to — unlike
+--- the other steps, the undo block is not ended (a person still in Insert mode).
+function steps.type(args)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(args.keys, true, false, true), "t", false)
+  return true
+end
+
+--- The current mode (`nvim_get_mode().mode`: "n", "i", …) and the current buffer's text.
+function steps.state()
+  return { mode = vim.api.nvim_get_mode().mode, text = buffer_text(0) }
+end
+
 --- Undo (`u` in normal mode), then sync.
 function steps.undo()
   vim.cmd("normal! u")

@@ -810,3 +810,37 @@ def test_filepuff_doctor_twice_replaces_its_buffer(harness, tmp_path):
     assert "" not in names, f"an unnamed buffer was left: {names}"
     text = nvim.step("command", command="echo join(getbufline(bufnr('filepuff://doctor'), 1, '$'), \"\\n\")")
     assert "gopls" in text and "serves: go" in text, text
+
+
+def test_an_agents_edit_while_the_person_types_is_an_undo_step_of_its_own(harness, tmp_path):
+    """The person is typing (Insert mode) when an agent's edit lands in the buffer: after <Esc>,
+    one `u` takes back the person's typing after the edit, not the agent's edit with it (found by
+    a fresh user: both went with one `u`); the next `u` takes back the agent's edit."""
+    root = copy_fixture(tmp_path / "ws")
+    nvim = harness.neovim(cwd=root)
+    nvim.step("edit", path=str(root / "main.go"))
+    agent = harness.agent(root)
+    nvim.step("type", keys="gg0O// typing in progress")
+
+    def state(pred, what):
+        deadline = time.monotonic() + 20
+        while True:
+            now = nvim.step("state")
+            if pred(now):
+                return now
+            assert time.monotonic() < deadline, f"{what}: {now}"
+            time.sleep(0.1)
+
+    state(lambda s: s["mode"] == "i" and s["text"].startswith("// typing in progress\n"), "typing in Insert mode")
+    applied = agent.ok("edit_apply", {"file": "main.go", "operation": "replace",
+                                      "selector_text": 'greet.Hello("world")', "new_content": 'greet.Hello("agent")'})
+    assert applied["written_to"] == "editor", applied
+    state(lambda s: 'greet.Hello("agent")' in s["text"], "the agent's edit in the buffer")
+    nvim.step("type", keys=" more<Esc>")
+    typed = state(lambda s: s["mode"] == "n" and "// typing in progress more\n" in s["text"], "the rest typed")
+    assert 'greet.Hello("agent")' in typed["text"]
+    once = nvim.step("undo")
+    assert 'greet.Hello("agent")' in once, f"one `u` took the agent's edit back too:\n{once}"
+    assert " more" not in once, once
+    twice = nvim.step("undo")
+    assert 'greet.Hello("world")' in twice, twice

@@ -2,7 +2,8 @@
 -- `workspace/applyEdit` whose change annotations have `needsConfirmation: true` (LSP 3.16
 -- "ChangeAnnotation"). This handler shows the edit as a unified diff and asks the person
 -- (vim.ui.select: Accept / Decline); a declined edit is answered `applied: false` with a reason
--- and nothing changes. Edits without such an annotation are applied as Neovim always does.
+-- and nothing changes. Edits without such an annotation are applied as Neovim always does. Either
+-- way an applied edit is an undo step of its own, also when it arrives while the person types.
 
 local M = {}
 
@@ -105,11 +106,37 @@ function M.ask(prompt)
   return choice
 end
 
+--- Ends the current undo block of every loaded buffer `edit` changes, so that an agent's edit
+--- is an undo step of its own: made while the person is typing (Insert mode), it would join the
+--- person's insert, and one `u` would take both back.
+local function break_undo(edit)
+  local uris = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.textDocument then table.insert(uris, change.textDocument.uri) end
+  end
+  for uri in pairs(edit.changes or {}) do table.insert(uris, uri) end
+  for _, uri in ipairs(uris) do
+    local bufnr = vim.fn.bufnr(vim.uri_to_fname(uri))
+    if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) then
+      vim.api.nvim_buf_call(bufnr, function() vim.o.undolevels = vim.o.undolevels end)
+    end
+  end
+end
+
+--- `apply` (which applies `edit`) as an undo step of its own in each buffer it changes.
+local function as_own_undo_step(edit, apply)
+  if type(edit) == "table" then break_undo(edit) end
+  local result = { apply() }
+  if type(edit) == "table" then break_undo(edit) end
+  return (table.unpack or unpack)(result)
+end
+
 --- The `workspace/applyEdit` handler of the filepuff client.
 function M.handler(err, params, ctx, config)
   local default = vim.lsp.handlers["workspace/applyEdit"]
   if err or type(params) ~= "table" or type(params.edit) ~= "table" or not M.needs_confirmation(params.edit) then
-    return default(err, params, ctx, config)
+    local edit = type(params) == "table" and params.edit or nil
+    return as_own_undo_step(edit, function() return default(err, params, ctx, config) end)
   end
   local client = vim.lsp.get_client_by_id(ctx.client_id)
   local encoding = client and client.offset_encoding or "utf-16"
@@ -132,7 +159,7 @@ function M.handler(err, params, ctx, config)
   if choice ~= M.ACCEPT then
     return { applied = false, failureReason = "the person declined the edit in Neovim" }
   end
-  local applied, message = pcall(vim.lsp.util.apply_workspace_edit, edit, encoding)
+  local applied, message = as_own_undo_step(edit, function() return pcall(vim.lsp.util.apply_workspace_edit, edit, encoding) end)
   if not applied then return { applied = false, failureReason = tostring(message) } end
   return { applied = true }
 end
