@@ -138,7 +138,7 @@ pub(crate) struct Shared {
     listener: Mutex<Option<Box<dyn OpenDoor>>>,
     /// What the editor has done since `initialize`: (`initialized` sent, `didOpen`s so far).
     /// Agents are served only once the editor has opened its documents again (see
-    /// [`lifecycle::host_agents_when_settled`]).
+    /// `lifecycle::host_agents_when_settled`).
     editor_progress: tokio::sync::watch::Sender<(bool, u64)>,
     me: std::sync::Weak<Shared>,
 }
