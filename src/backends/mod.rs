@@ -323,7 +323,7 @@ impl Backends {
     /// installed ones among them), else the one [`Backends::spec_for`] picks.
     ///
     /// Errors: as [`Backends::spec_for`]; with a configured list, [`BackendError::NotInstalled`]
-    /// for its first server when none of them is installed.
+    /// for its first full server (else its first server) when none of them is installed.
     pub fn specs_for(&self, language: Language) -> Result<Vec<(&ServerSpec, PathBuf)>, BackendError> {
         let Some(names) = self.languages.get(&language) else {
             return self.spec_for(language).map(|found| vec![found]);
@@ -334,9 +334,15 @@ impl Backends {
             let Some(spec) = self.specs.iter().find(|s| s.name == *name && !s.disabled) else { continue };
             match self.program(&spec.command[0]) {
                 Some(program) => found.push((spec, program)),
-                None => {
-                    first_missing.get_or_insert(spec);
+                // The error names the server that would answer questions about symbols: a full
+                // server before a linter, whatever the list's order (`route`).
+                None if first_missing.is_none_or(|missing: &ServerSpec| {
+                    route::role(&missing.name) == route::Role::Linter && route::role(&spec.name) == route::Role::Full
+                }) =>
+                {
+                    first_missing = Some(spec);
                 }
+                None => {}
             }
         }
         if found.is_empty() {
@@ -702,5 +708,23 @@ mod tests {
         let gopls = default_specs().into_iter().find(|s| s.name == "gopls").unwrap();
         assert_eq!(backends.project_root(&gopls, &root.join("svc/api/handlers/h.go")), root.join("svc"));
         assert_eq!(backends.project_root(&gopls, &root.join("other/x.go")), root.to_path_buf());
+    }
+
+    /// With none of a language's servers installed, the error names the full server, not a
+    /// linter listed first (found by a fresh user: `hover` said "install ruff").
+    #[test]
+    fn not_installed_names_the_full_server_before_a_listed_linter() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(
+            "[languages.python]\nservers = [\"ruff\", \"basedpyright\"]\n\
+             [servers.ruff]\ncommand = [\"filepuff-no-such-ruff\", \"server\"]\n\
+             [servers.basedpyright]\ncommand = [\"filepuff-no-such-basedpyright\", \"--stdio\"]\n",
+        )
+        .unwrap();
+        let backends = Backends::new(dir.path(), &config, Default::default());
+        match backends.specs_for(Language::Python) {
+            Err(BackendError::NotInstalled { server, .. }) => assert_eq!(server, "basedpyright"),
+            other => panic!("expected NotInstalled, got {:?}", other.map(|found| found.len())),
+        }
     }
 }

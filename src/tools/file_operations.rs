@@ -20,8 +20,8 @@ use lsp_types::{DocumentChangeOperation, DocumentChanges, OneOf, ResourceOp, Tex
 use ropey::Rope;
 
 use super::{ErrorCode, ToolError, error::read_error};
-use crate::documents::position::{self, Encoding};
-use crate::documents::{self, ByteEdit};
+use crate::documents;
+use crate::documents::position::Encoding;
 use crate::engine::{DiskChange, Engine};
 use crate::workspace::DocumentId;
 
@@ -222,16 +222,7 @@ impl State<'_> {
             return Err(refused(&format!("edit {shown}"), "the file does not exist at that point of the edit"));
         };
         let rope = Rope::from_str(text);
-        let convert = |p: lsp_types::Position| {
-            position::position_to_offset(&rope, position::Position { line: p.line, character: p.character }, encoding).0
-        };
-        let byte_edits: Vec<ByteEdit> = edits
-            .iter()
-            .map(|edit| {
-                let (start, end) = (convert(edit.range.start), convert(edit.range.end));
-                ByteEdit { range: start..end.max(start), text: edit.new_text.clone() }
-            })
-            .collect();
+        let byte_edits = super::rename::byte_edits(&rope, edits, encoding);
         let new = documents::apply_edits(&rope, &byte_edits)
             .map_err(|reason| refused(&format!("edit {shown}"), &format!("the edits do not fit its text: {reason}")))?;
         file.after = Some(new);

@@ -356,16 +356,7 @@ fn plan_file(engine: &Engine, uri: &Url, edits: &[TextEdit], encoding: Encoding)
     };
     let rope: &Rope = &source.text;
     let old = rope.to_string();
-    let convert = |p: lsp_types::Position| {
-        position::position_to_offset(rope, position::Position { line: p.line, character: p.character }, encoding).0
-    };
-    let byte_edits: Vec<ByteEdit> = edits
-        .iter()
-        .map(|edit| {
-            let (start, end) = (convert(edit.range.start), convert(edit.range.end));
-            ByteEdit { range: start..end.max(start), text: edit.new_text.clone() }
-        })
-        .collect();
+    let byte_edits = byte_edits(rope, edits, encoding);
     // Overlapping edits are a server bug.
     let new = documents::apply_edits(rope, &byte_edits).map_err(|reason| {
         ToolError::new(
@@ -406,4 +397,19 @@ pub fn render_text(output: &RenameSymbolOutput) -> String {
     }
     out.push_str(&output.diff);
     out
+}
+
+/// A server's `TextEdit`s of `rope` (positions in `encoding`) as byte edits; a range whose end
+/// comes before its start is empty at its start.
+pub(super) fn byte_edits(rope: &Rope, edits: &[TextEdit], encoding: Encoding) -> Vec<ByteEdit> {
+    let convert = |p: lsp_types::Position| {
+        position::position_to_offset(rope, position::Position { line: p.line, character: p.character }, encoding).0
+    };
+    edits
+        .iter()
+        .map(|edit| {
+            let (start, end) = (convert(edit.range.start), convert(edit.range.end));
+            ByteEdit { range: start..end.max(start), text: edit.new_text.clone() }
+        })
+        .collect()
 }
