@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -65,6 +66,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to `process`'s whole process group, SIGKILL to what is left after 20 s."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):
@@ -327,12 +345,10 @@ def workbench(tmp: Path, vsix: Path, shots: Path, filepuff_on_path: bool):
             browser.close()
         if playwright is not None:
             playwright.stop()
-        server.terminate()
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        # code-server's children (the extension host, filepuff lsp under it) are in its process
+        # group (start_new_session): stop them all, not only the leader — an extension host
+        # outliving its server stayed behind for hours.
+        stop_group(server)
         log.close()
         # VS Code's own logs (the extension host's, the filepuff output channel) go with the shots.
         shutil.copytree(user_data / "logs", shots / "logs", dirs_exist_ok=True)
