@@ -6,7 +6,7 @@
 //!
 //! 1. only servers that offer the method (their `ServerCapabilities` field, LSP 3.17 "Server
 //!    Capabilities"; the caller adds registrations made later);
-//! 2. for a navigation method ([`NAVIGATION`]) with `[languages.NAME] navigation = [...]`
+//! 2. for a navigation method ([`is_navigation`]) with `[languages.NAME] navigation = [...]`
 //!    configured: exactly those servers, in that order;
 //! 3. otherwise full servers (type checkers, compilers' servers: gopls, clangd, basedpyright,
 //!    pyright, tsserver, rust-analyzer, …) before linters ([`Role::Linter`]: ruff, eslint, …),
@@ -37,23 +37,21 @@ pub const SINGLE_ANSWER: &[&str] = &[
     "textDocument/prepareRename",
 ];
 
-/// Methods `[languages.NAME] navigation` decides: the single-answer ones and the other
-/// questions about symbols.
+/// Methods `[languages.NAME] navigation` decides beside the single-answer ones
+/// ([`SINGLE_ANSWER`]): the other questions about symbols ([`is_navigation`]).
 pub const NAVIGATION: &[&str] = &[
-    "textDocument/definition",
-    "textDocument/declaration",
-    "textDocument/typeDefinition",
-    "textDocument/implementation",
-    "textDocument/hover",
-    "textDocument/signatureHelp",
-    "textDocument/rename",
-    "textDocument/prepareRename",
     "textDocument/references",
     "textDocument/documentHighlight",
     "textDocument/documentSymbol",
     "textDocument/prepareCallHierarchy",
     "textDocument/prepareTypeHierarchy",
 ];
+
+/// Whether `[languages.NAME] navigation` decides who answers `method`: a single-answer method
+/// or another question about symbols.
+pub fn is_navigation(method: &str) -> bool {
+    SINGLE_ANSWER.contains(&method) || NAVIGATION.contains(&method)
+}
 
 /// What a server is for, as far as routing goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,7 +202,7 @@ impl Backends {
 
 /// [`Backends::answer_order`] without the configuration lookup.
 fn order<T>(mut servers: Vec<T>, method: &str, navigation: Option<&[String]>, name: impl Fn(&T) -> &str) -> Vec<T> {
-    if let Some(names) = navigation.filter(|_| NAVIGATION.contains(&method)) {
+    if let Some(names) = navigation.filter(|_| is_navigation(method)) {
         servers.retain(|server| names.iter().any(|n| n == name(server)));
         servers.sort_by_key(|server| names.iter().position(|n| n == name(server)));
         return servers;
