@@ -89,13 +89,21 @@ pub fn default_specs() -> Vec<ServerSpec> {
             &["pyproject.toml", "ruff.toml", ".ruff.toml"],
             "pip install ruff (or scripts/install-language-servers); list it in [languages.python] servers to run it beside a type checker",
         ),
-        spec(
-            "typescript-language-server",
-            &["typescript-language-server", "--stdio"],
-            &[Language::TypeScript, Language::Tsx, Language::JavaScript],
-            &["tsconfig.json", "jsconfig.json", "package.json"],
-            "npm install -g typescript-language-server typescript (or scripts/install-language-servers)",
-        ),
+        ServerSpec {
+            // While tsserver loads a project, typescript-language-server's default ("auto") answers
+            // definition, references, hover and rename from a second, syntax-only tsserver that
+            // sees one file: a definition through an import lands on the import itself, and
+            // nothing says the answer was partial. With "never", those requests wait for the
+            // project (tsserver answers in order after loading it).
+            initialization_options: Some(serde_json::json!({ "tsserver": { "useSyntaxServer": "never" } })),
+            ..spec(
+                "typescript-language-server",
+                &["typescript-language-server", "--stdio"],
+                &[Language::TypeScript, Language::Tsx, Language::JavaScript],
+                &["tsconfig.json", "jsconfig.json", "package.json"],
+                "npm install -g typescript-language-server typescript (or scripts/install-language-servers)",
+            )
+        },
         spec(
             "rust-analyzer",
             &["rust-analyzer"],
@@ -150,10 +158,10 @@ pub fn specs(config: &Config) -> Vec<ServerSpec> {
         }
         spec.env.extend(over.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(options) = over.initialization_options.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
-            spec.initialization_options = Some(options);
+            overlay(spec.initialization_options.get_or_insert(Value::Null), options);
         }
         if let Some(settings) = over.settings.as_ref().and_then(|v| serde_json::to_value(v).ok()) {
-            spec.settings = Some(settings);
+            overlay(spec.settings.get_or_insert(Value::Null), settings);
         }
         spec.disabled = over.disabled;
         if let Some(encoding) = over.position_encoding.as_deref().and_then(Encoding::from_lsp_name) {
@@ -162,6 +170,27 @@ pub fn specs(config: &Config) -> Vec<ServerSpec> {
     }
     specs.retain(|s| !s.command.is_empty());
     specs
+}
+
+/// Lays `over` (a `[servers.NAME]` table from configuration) over `base` (the default's):
+/// objects merge key by key, recursively; anything else in `over` (a scalar, an array, `null`)
+/// replaces what `base` had. So `initialization_options = { preferences = { … } }` for
+/// typescript-language-server keeps the default `tsserver.useSyntaxServer`, and setting that key
+/// overrides it.
+fn overlay(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(existing) => overlay(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over,
+    }
 }
 
 /// The program `command` names: a path, or the first match on `PATH`.
@@ -233,6 +262,9 @@ mod tests {
 
             [servers.basedpyright]
             disabled = true
+
+            [servers.typescript-language-server]
+            initialization_options = { preferences = { quotePreference = "single" }, tsserver = { logVerbosity = "off" } }
             "#,
         )
         .unwrap();
@@ -244,6 +276,15 @@ mod tests {
         assert_eq!(clangd.initialization_options, Some(serde_json::json!({ "clangdFileStatus": true })));
         assert_eq!(clangd.settings, Some(serde_json::json!({ "clangd": { "fallbackFlags": ["-std=c++20"] } })));
         assert!(specs.iter().find(|s| s.name == "basedpyright").unwrap().disabled);
+        // Options merge key by key over the defaults: the syntax-only server stays off.
+        let typescript = specs.iter().find(|s| s.name == "typescript-language-server").unwrap();
+        assert_eq!(
+            typescript.initialization_options,
+            Some(serde_json::json!({
+                "preferences": { "quotePreference": "single" },
+                "tsserver": { "useSyntaxServer": "never", "logVerbosity": "off" },
+            }))
+        );
         let backends = Backends::new(Path::new("/nonexistent-root"), &config, Default::default());
         match backends.spec_for(Language::Python) {
             Err(BackendError::NotInstalled { server, .. }) => assert_eq!(server, "mypyls"),

@@ -228,6 +228,22 @@ def test_two_languages_route_to_their_servers_and_workspace_symbols_merge(worksp
         time.sleep(0.5)
 
 
+def test_a_typescript_definition_asked_right_after_the_open_comes_from_the_project(workspace, editor):
+    """typescript-language-server's default answers from a syntax-only tsserver while the project
+    loads: a definition through an import landed on the import line itself (CI's failure of
+    test_lsp.py's TypeScript definition, every time through the proxy). filepuff turns that off."""
+    need("typescript-language-server")
+    root = workspace("ts")
+    client = editor(root)
+    square = root / "src" / "square.ts"
+    text = square.read_text()
+    uri = client.open(square, "typescript")
+    answer = client.request("textDocument/definition", {
+        "textDocument": {"uri": uri}, "position": at(text, "describe(new", "utf-16")})
+    assert [(Path(a["uri"].removeprefix("file://")).name, a["range"]["start"]["line"]) for a in answer] == [
+        ("shape.ts", 4)]
+
+
 def test_two_servers_for_one_language_merge_their_diagnostics(workspace, editor):
     need("basedpyright-langserver", "ruff")
     root = workspace("py", config='[languages.python]\nservers = ["basedpyright", "ruff"]\n')
