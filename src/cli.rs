@@ -734,35 +734,41 @@ fn serve_http(engine: Arc<Engine>, args: ServeArgs, toolsets: ToolsetSelection) 
 /// `filepuff mcp`: attached to the editor's Engine while a `filepuff lsp` serves the root,
 /// standalone otherwise (see `attach::bridge`).
 fn bridge_mcp(engine: Arc<Engine>, toolsets: Option<String>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("filepuff: cannot start the async runtime: {err}");
-            return ExitCode::from(EXIT_ERROR);
-        }
-    };
     let root = engine.workspace().root().to_path_buf();
-    let result = runtime.block_on(crate::mcp::attach::bridge(&root, toolsets, engine));
-    runtime.shutdown_background();
-    match result {
-        Ok(()) => ExitCode::from(EXIT_OK),
-        Err(err) => {
-            eprintln!("filepuff mcp: {err:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
+    run_stdio_session(engine, |engine| async move { crate::mcp::attach::bridge(&root, toolsets, engine).await })
 }
 
 /// `filepuff mcp --standalone`: never attaches; results say so while an editor runs.
 fn serve_mcp(engine: Arc<Engine>, toolsets: ToolsetSelection, notice: crate::mcp::attach::DiskNotice) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    run_stdio_session(engine, |engine| crate::mcp::serve_stdio(engine, toolsets, Some(notice)))
+}
+
+/// Runs one stdio MCP session (`filepuff mcp`) to its end on a runtime of one thread for the
+/// session, the bridge and `engine`'s language-server clients, as the editor proxy has (tools
+/// run on its blocking pool): a request passes between them without thread wake-ups, so the
+/// stdin and stdout threads, the tool's thread and this one are all it crosses. Then stops the
+/// language servers (on that runtime, while it still runs its tasks).
+fn run_stdio_session<F, Fut>(engine: Arc<Engine>, session: F) -> ExitCode
+where
+    F: FnOnce(Arc<Engine>) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("filepuff: cannot start the async runtime: {err}");
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(engine, toolsets, Some(notice))) {
+    engine.backends().adopt_runtime(runtime.handle().clone());
+    let result = runtime.block_on(session(engine.clone()));
+    // Dropping the Engine on this runtime's thread could not wait for its servers to stop.
+    runtime.block_on(async move {
+        let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
+    });
+    // The stdin thread may still sit in a blocking read, a cancelled tool on the blocking pool.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("filepuff mcp: {err:#}");
