@@ -339,7 +339,7 @@ pub async fn file_calls(
     client.sync(uri, language_id, text).await?;
     let params = DocumentSymbolParams {
         text_document: TextDocumentIdentifier { uri: uri.clone() },
-        work_done_progress_params: Default::default(),
+        work_done_progress_params: client.work_done(),
         partial_result_params: Default::default(),
     };
     let symbols = client.request::<DocumentSymbolRequest>(params, limits.request_timeout).await?;
@@ -389,14 +389,14 @@ async fn outgoing_calls(
     timeout: Duration,
 ) -> Result<Vec<ServerCall>, BackendError> {
     let prepare =
-        CallHierarchyPrepareParams { text_document_position_params: at, work_done_progress_params: Default::default() };
+        CallHierarchyPrepareParams { text_document_position_params: at, work_done_progress_params: client.work_done() };
     let items = client.request::<CallHierarchyPrepare>(prepare, timeout).await?.unwrap_or_default();
     let mut calls = Vec::new();
     for item in items {
         let (caller_uri, caller_line) = (item.uri.clone(), item.selection_range.start.line);
         let params = CallHierarchyOutgoingCallsParams {
             item,
-            work_done_progress_params: Default::default(),
+            work_done_progress_params: client.work_done(),
             partial_result_params: Default::default(),
         };
         for call in client.request::<CallHierarchyOutgoingCalls>(params, timeout).await?.unwrap_or_default() {
@@ -420,7 +420,7 @@ async fn references_as_calls(
     let (callee_uri, callee_line) = (at.text_document.uri.clone(), at.position.line);
     let params = ReferenceParams {
         text_document_position: at,
-        work_done_progress_params: Default::default(),
+        work_done_progress_params: client.work_done(),
         partial_result_params: Default::default(),
         context: ReferenceContext { include_declaration: false },
     };

@@ -19,7 +19,6 @@ use lsp_types::request::{GotoDefinition, HoverRequest, References};
 use lsp_types::{
     GotoDefinitionParams, GotoDefinitionResponse, HoverContents, HoverParams, Location, MarkedString,
     PartialResultParams, ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, Url,
-    WorkDoneProgressParams,
 };
 use ropey::Rope;
 use schemars::JsonSchema;
@@ -173,7 +172,7 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
         target.ask(engine, "textDocument/definition", Needs::Index, |client, position| {
             let params = GotoDefinitionParams {
                 text_document_position_params: position,
-                work_done_progress_params: WorkDoneProgressParams::default(),
+                work_done_progress_params: client.work_done(),
                 partial_result_params: PartialResultParams::default(),
             };
             async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
@@ -206,7 +205,7 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
         target.ask(engine, "textDocument/references", Needs::Index, move |client, position| {
             let params = ReferenceParams {
                 text_document_position: position,
-                work_done_progress_params: WorkDoneProgressParams::default(),
+                work_done_progress_params: client.work_done(),
                 partial_result_params: PartialResultParams::default(),
                 context: ReferenceContext { include_declaration },
             };
@@ -267,7 +266,7 @@ pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutp
     let timeout = request_timeout(engine);
     let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, |client, position| {
         let params =
-            HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
+            HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
         async move { client.request::<HoverRequest>(params, timeout).await }
     })?;
     let hover = hover.map(|hover| hover_text(hover.contents));

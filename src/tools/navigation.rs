@@ -43,7 +43,7 @@ pub fn hover(engine: &Engine, params: PositionParams) -> Result<HoverOutput, Too
     let timeout = request_timeout(engine);
     let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, move |client, position| {
         let params =
-            HoverParams { text_document_position_params: position, work_done_progress_params: Default::default() };
+            HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
         async move { client.request::<HoverRequest>(params, timeout).await }
     })?;
     Ok(HoverOutput { symbol: target.identifier(), hover: hover.map(|h| hover_text(h.contents)), answer })
@@ -100,7 +100,7 @@ pub fn document_symbols(engine: &Engine, params: DocumentSymbolsParams) -> Resul
         target.ask(engine, "textDocument/documentSymbol", Needs::Document, move |client, position| {
             let params = DocumentSymbolParams {
                 text_document: position.text_document,
-                work_done_progress_params: Default::default(),
+                work_done_progress_params: client.work_done(),
                 partial_result_params: Default::default(),
             };
             async move { client.request::<DocumentSymbolRequest>(params, timeout).await }
@@ -267,7 +267,7 @@ pub fn workspace_symbols(engine: &Engine, params: WorkspaceSymbolsParams) -> Res
             .run(async move {
                 let params = WorkspaceSymbolParams {
                     query,
-                    work_done_progress_params: Default::default(),
+                    work_done_progress_params: worker.work_done(),
                     partial_result_params: Default::default(),
                 };
                 let response = worker.request::<WorkspaceSymbolRequest>(params, timeout).await?;
@@ -394,14 +394,14 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
         target.ask(engine, "textDocument/prepareCallHierarchy", Needs::Index, move |client, position| async move {
             let prepare = CallHierarchyPrepareParams {
                 text_document_position_params: position,
-                work_done_progress_params: Default::default(),
+                work_done_progress_params: client.work_done(),
             };
             let items = client.request::<CallHierarchyPrepare>(prepare, timeout).await?.unwrap_or_default();
             let Some(item) = items.into_iter().next() else { return Ok((None, Vec::new())) };
             let calls = if incoming {
                 let params = CallHierarchyIncomingCallsParams {
                     item: item.clone(),
-                    work_done_progress_params: Default::default(),
+                    work_done_progress_params: client.work_done(),
                     partial_result_params: Default::default(),
                 };
                 client
@@ -414,7 +414,7 @@ pub fn call_hierarchy(engine: &Engine, params: CallHierarchyParams) -> Result<Ca
             } else {
                 let params = CallHierarchyOutgoingCallsParams {
                     item: item.clone(),
-                    work_done_progress_params: Default::default(),
+                    work_done_progress_params: client.work_done(),
                     partial_result_params: Default::default(),
                 };
                 client

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use lsp_types::request::Rename;
-use lsp_types::{DocumentChanges, OneOf, RenameParams, TextEdit, Url, WorkDoneProgressParams, WorkspaceEdit};
+use lsp_types::{DocumentChanges, OneOf, RenameParams, TextEdit, Url, WorkspaceEdit};
 use ropey::Rope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -125,7 +125,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             let params = RenameParams {
                 text_document_position: position,
                 new_name: new_name.clone(),
-                work_done_progress_params: WorkDoneProgressParams::default(),
+                work_done_progress_params: client.work_done(),
             };
             async move { client.request::<Rename>(params, timeout).await }
         })?;

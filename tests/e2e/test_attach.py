@@ -264,3 +264,36 @@ def test_save_agent_edits_also_saves_what_the_editor_applied(go_root, tmp_path, 
     assert out["applied"] and out["written_to"] == "editor+disk"
     merged = unsaved.replace("unsaved note", "saved note")
     assert editor.buffers[uri][1] == merged and main.read_text() == merged
+
+
+def test_an_agents_requests_put_no_progress_before_the_person(tmp_path, cleanup):
+    """basedpyright reports work-done progress around each `textDocument/references`. An agent's
+    requests carry filepuff's own `workDoneToken`, so the server reports on it instead of asking
+    `window/workDoneProgress/create` first (a round trip per request, which the editor used to be
+    asked and see a spinner for): the editor is asked to create no progress for them and hears
+    none of theirs."""
+    need("basedpyright-langserver")
+    root = tmp_path / "py"
+    shutil.copytree(FIXTURES / "py", root)
+    editor = Editor(root, tmp_path / "lsp.log")
+    cleanup.append(editor)
+    cart = root / "shop" / "cart.py"
+    editor.open(cart, "python")
+    editor.wait_for(lambda: socket_path(root).exists(), 10, "the agent socket")
+    agent = McpSession(root, tmp_path / "mcp.log").start()
+    cleanup.append(agent)
+    line = next(i for i, text in enumerate(cart.read_text().splitlines(), 1) if "class Cart" in text)
+    ask = {"file": "shop/cart.py", "line": line, "symbol": "Cart"}
+    assert agent.ok("find_references", ask)["completeness"] == "complete"
+
+    def creates() -> int:
+        return sum(1 for r in editor.server_requests if r["method"] == "window/workDoneProgress/create")
+
+    before = creates()
+    for _ in range(5):
+        out = agent.ok("find_references", ask)
+        assert out["completeness"] == "complete" and out["total_references"] >= 2, out
+    assert creates() == before, [r for r in editor.server_requests if r["method"] == "window/workDoneProgress/create"]
+    ours = [n for n in editor.notifications
+            if n["method"] == "$/progress" and str(n["params"]["token"]).startswith("filepuff/")]
+    assert ours == []

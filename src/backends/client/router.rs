@@ -181,6 +181,11 @@ pub(super) fn server_router(
                     NumberOrString::Number(n) => n.to_string(),
                     NumberOrString::String(s) => s.clone(),
                 };
+                // The progress of one of filepuff's own requests: not background work, and
+                // no editor knows the token.
+                if token.starts_with(super::ASK_TOKEN_PREFIX) {
+                    return ControlFlow::Continue(());
+                }
                 {
                     let mut shared = lock(state);
                     match &params.value {
