@@ -7,6 +7,7 @@
 //! with `encode_utf16`, UTF-8 bytes with `str::find`), never through `documents::position`.
 
 mod encoding;
+mod server_side;
 mod traffic;
 
 use std::path::PathBuf;
@@ -76,8 +77,18 @@ impl Editor {
     /// serve Go (in that order), starts a session, and runs `initialize` (the editor offering
     /// `encodings`, e.g. `["utf-16"]`) and `initialized`.
     pub async fn start(files: &[(&str, &str)], servers: &[Server<'_>], encodings: &[&str]) -> Editor {
+        Editor::start_with(files, servers, encodings, "").await
+    }
+
+    /// As [`Editor::start`], with `config` (TOML) at the start of `filepuff.toml`.
+    pub async fn start_with(
+        files: &[(&str, &str)],
+        servers: &[Server<'_>],
+        encodings: &[&str],
+        config: &str,
+    ) -> Editor {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut config = String::new();
+        let mut config = format!("{config}\n");
         for server in servers {
             config +=
                 &format!("[servers.{}]\ncommand = [{:?}]\nlanguages = [\"go\"]\n", server.name, server.fake.program());
@@ -184,6 +195,30 @@ impl Editor {
         .await
     }
 
+    /// The first `count` requests `method` the session sent the editor, (id, params) each.
+    pub async fn server_requests(&self, method: &str, count: usize) -> Vec<(Value, Value)> {
+        self.wait_for_all(&format!("{count} {method} request(s)"), |messages| {
+            let found: Vec<(Value, Value)> = messages
+                .iter()
+                .filter(|m| m.get("method") == Some(&json!(method)) && m.get("id").is_some())
+                .map(|m| (m["id"].clone(), m.get("params").cloned().unwrap_or(Value::Null)))
+                .take(count)
+                .collect();
+            (found.len() == count).then_some(found)
+        })
+        .await
+    }
+
+    /// Every notification `method` received so far (params).
+    pub fn notifications(&self, method: &str) -> Vec<Value> {
+        let messages = self.inbox.messages.lock();
+        messages
+            .iter()
+            .filter(|m| m.get("method") == Some(&json!(method)) && m.get("id").is_none())
+            .map(|m| m.get("params").cloned().unwrap_or(Value::Null))
+            .collect()
+    }
+
     /// Answers the session's request `id` with `result`.
     pub async fn respond(&self, id: Value, result: Value) {
         self.send(json!({ "jsonrpc": "2.0", "id": id, "result": result })).await;
@@ -201,10 +236,16 @@ impl Editor {
     /// Waits until `found` returns something for one of the messages received, at most
     /// [`WAIT`]; panics naming `what` after that.
     async fn wait_for<T>(&self, what: &str, found: impl Fn(&Value) -> Option<T>) -> T {
+        self.wait_for_all(what, |messages| messages.iter().find_map(&found)).await
+    }
+
+    /// Waits until `found` returns something for the messages received so far, at most
+    /// [`WAIT`]; panics naming `what` after that.
+    async fn wait_for_all<T>(&self, what: &str, found: impl Fn(&[Value]) -> Option<T>) -> T {
         let mut changes = self.inbox.changed.subscribe();
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            if let Some(value) = self.inbox.messages.lock().iter().find_map(&found) {
+            if let Some(value) = found(&self.inbox.messages.lock()) {
                 return value;
             }
             if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
