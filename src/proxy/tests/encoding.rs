@@ -98,6 +98,9 @@ async fn incremental_changes_on_emoji_and_cjk_lines_leave_the_server_with_the_ed
     for change in server.log().notifications("textDocument/didChange") {
         assert!(change["contentChanges"][0].get("range").is_some(), "{change}");
     }
+    // Closed in the editor, closed at the server.
+    editor.notify("textDocument/didClose", json!({ "textDocument": { "uri": uri } })).await;
+    server.wait_for("didClose", |log| log.documents.is_empty().then_some(())).await;
 }
 
 #[tokio::test]
