@@ -83,14 +83,18 @@ impl Script {
 pub struct Received {
     /// Its JSON-RPC id, as sent.
     pub id: Value,
+    /// Its method.
     pub method: String,
+    /// Its params as sent (positions in the server's encoding, canonical URIs).
     pub params: Value,
 }
 
 /// A document as the server holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document {
+    /// The version of the last `didOpen`/`didChange`.
     pub version: i64,
+    /// The text after applying every change received, in order.
     pub text: String,
 }
 
@@ -110,7 +114,7 @@ impl Log {
         self.notifications.iter().filter(|(m, _)| m == method).map(|(_, p)| p.clone()).collect()
     }
 
-    /// Every request `method`, in order.
+    /// Every request `method` received, in order.
     pub fn requests(&self, method: &str) -> Vec<Received> {
         self.requests.iter().filter(|r| r.method == method).cloned().collect()
     }

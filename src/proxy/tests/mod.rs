@@ -67,8 +67,11 @@ pub(super) struct Editor {
 /// A server of the test's workspace: its `[servers.NAME]` name, the fake behind it, and the
 /// `position_encoding` filepuff offers it (None: the editor's).
 pub(super) struct Server<'a> {
+    /// `[servers.NAME]`.
     pub name: &'a str,
+    /// The fake whose program is the server's command.
     pub fake: &'a FakeServer,
+    /// `position_encoding` ("utf-8", "utf-16", "utf-32"), or None.
     pub encoding: Option<&'a str>,
 }
 
