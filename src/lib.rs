@@ -18,4 +18,6 @@ pub mod tools;
 pub mod workspace;
 
 #[cfg(test)]
+mod tests;
+#[cfg(test)]
 mod tidy;

@@ -179,6 +179,8 @@ pub struct LspClient {
     stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Process id, for tests and `doctor`.
     pub pid: Option<u32>,
+    /// Served in this process over in-memory streams (unit tests), not by a child process.
+    in_process: bool,
     pub started: Instant,
     last_used: Mutex<Instant>,
     /// The JSON-RPC id the main loop gives our next request (see [`LspClient::request`]).
@@ -286,6 +288,19 @@ pub struct StartOptions {
     pub published: Option<tokio::sync::broadcast::Sender<Url>>,
 }
 
+/// The byte streams of one server: its output (read through [`BoundedReader`]), its input,
+/// and its process (`None` for an in-process server in unit tests).
+struct ServerIo {
+    output: Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    input: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    child: Option<tokio::process::Child>,
+}
+
+/// [`BackendError::StartFailed`] for `spec`.
+fn start_error(spec: &ServerSpec, message: String) -> BackendError {
+    BackendError::StartFailed { server: spec.name.clone(), command: spec.command.join(" "), message }
+}
+
 /// Who sent a server→client message, for the [`super::Upstream`].
 #[derive(Debug, Clone)]
 pub struct ClientRef {
@@ -306,11 +321,13 @@ impl LspClient {
         timeout: Duration,
         options: &StartOptions,
     ) -> Result<LspClient, BackendError> {
-        let start_failed = |message: String| BackendError::StartFailed {
-            server: spec.name.clone(),
-            command: spec.command.join(" "),
-            message,
-        };
+        // Unit tests serve `program` from an in-process fake server over in-memory streams
+        // (`crate::tests::fake_lsp`); everything from the framing guard on is the same path.
+        #[cfg(test)]
+        if let Some((output, input)) = crate::tests::fake_lsp::connect(program) {
+            let io = ServerIo { output: Box::new(output), input: Box::new(input), child: None };
+            return LspClient::connect(spec, io, root, timeout, options).await;
+        }
         let mut command = tokio::process::Command::new(program);
         command
             .args(&spec.command[1..])
@@ -320,16 +337,33 @@ impl LspClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        let start_failed = |message: String| start_error(spec, message);
         let mut child = command.spawn().map_err(|err| start_failed(err.to_string()))?;
-        let pid = child.id();
         let stdout = child.stdout.take().ok_or_else(|| start_failed("no stdout".to_owned()))?;
         let stdin = child.stdin.take().ok_or_else(|| start_failed("no stdin".to_owned()))?;
-
         if let Some(stderr) = child.stderr.take() {
             let name = spec.name.clone();
             tokio::spawn(log_stderr(stderr, name));
         }
-        let child = Arc::new(Mutex::new(Some(child)));
+        let io = ServerIo { output: Box::new(stdout), input: Box::new(stdin), child: Some(child) };
+        LspClient::connect(spec, io, root, timeout, options).await
+    }
+
+    /// Runs the client over `io` (the server's output read through [`BoundedReader`]):
+    /// `initialize`/`initialized`, then the client. Errors: [`BackendError::StartFailed`] as
+    /// for [`LspClient::start`].
+    async fn connect(
+        spec: &ServerSpec,
+        io: ServerIo,
+        root: &Path,
+        timeout: Duration,
+        options: &StartOptions,
+    ) -> Result<LspClient, BackendError> {
+        let start_failed = |message: String| start_error(spec, message);
+        let ServerIo { output: stdout, input: stdin, child } = io;
+        let pid = child.as_ref().and_then(tokio::process::Child::id);
+        let in_process = child.is_none();
+        let child = Arc::new(Mutex::new(child));
         let exit_reason = Arc::new(Mutex::new(None));
 
         let root_uri =
@@ -462,6 +496,7 @@ impl LspClient {
             exit_reason,
             stopping,
             pid,
+            in_process,
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             // `initialize` was request 0.
@@ -543,7 +578,11 @@ impl LspClient {
             return false;
         }
         let mut child = self.child.lock();
-        matches!(child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+        match child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            // No process: stopped, or an in-process server (unit tests) alive while its loop runs.
+            None => self.in_process && !self.stopping.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// Sends a request and waits for its answer, at most `timeout`; on timeout the server is

@@ -359,6 +359,11 @@ impl Backends {
     }
 
     fn program(&self, command: &str) -> Option<PathBuf> {
+        // Unit tests' in-process fake servers (`crate::tests::fake_lsp`) are not on PATH.
+        #[cfg(test)]
+        if crate::tests::fake_lsp::is_registered(command) {
+            return Some(PathBuf::from(command));
+        }
         self.programs.lock().entry(command.to_owned()).or_insert_with(|| find_program(command)).clone()
     }
 

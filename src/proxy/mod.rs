@@ -41,6 +41,9 @@ mod text_sync;
 mod translate;
 mod upstream;
 
+#[cfg(test)]
+mod tests;
+
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
