@@ -223,7 +223,7 @@ fn index(engine: &Engine, paths: &[String], calls: Option<&str>) -> Result<Index
         crate::graph::index::index(&store, workspace, engine.documents(), engine.backends(), &resolved, &options)
             .map_err(|err| crate::tools::graph::graph_error(err, engine))?;
     Ok(IndexOutput {
-        database: store.path().display().to_string(),
+        database: store.location(),
         files_analyzed: report.files_analyzed,
         files_skipped: report.files_skipped,
         files_removed: report.files_removed,

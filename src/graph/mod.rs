@@ -21,18 +21,21 @@ pub mod analyze;
 pub mod apply;
 pub mod budget;
 pub mod calls;
+pub(crate) mod db;
 mod doc_text;
 pub mod index;
+mod pg;
 pub mod plan;
 mod schema;
 pub mod search;
 mod source;
 mod store;
 
+pub use pg::redact_url;
 pub use store::GraphStore;
 
 /// Deletes stored sources no component uses any more (see [`source`]).
-pub(crate) fn delete_unused_sources(conn: &rusqlite::Connection) -> Result<usize, GraphError> {
+pub(crate) fn delete_unused_sources(conn: &dyn db::Db) -> Result<usize, GraphError> {
     source::delete_unused(conn)
 }
 

@@ -244,7 +244,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         GraphError::Storage { message: detail } => ToolError::new(
             ErrorCode::GraphStoreFailed,
             message,
-            "SQLite reported a failure (disk full, I/O error, corruption); check the disk and the file at context.path.",
+            "The graph database reported a failure (SQLite: disk full, I/O error, corruption; PostgreSQL: the server's message in context.detail); check the store at context.path.",
         )
         .with("path", graph_path_text(engine))
         .with("detail", detail),
@@ -252,10 +252,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
 }
 
 fn graph_path_text(engine: &Engine) -> String {
-    match engine.graph_path() {
-        Ok(path) => path.display().to_string(),
-        Err(_) => engine.workspace().config().graph.path.display().to_string(),
-    }
+    engine.graph_location()
 }
 
 /// A parameter outside its allowed values.
