@@ -220,7 +220,8 @@ impl r2d2::ManageConnection for Manager {
 
 /// A graph on PostgreSQL: a pool of up to [`POOL_SIZE`] connections.
 pub struct PgStore {
-    pool: r2d2::Pool<Manager>,
+    /// `None` only while dropping (see the `Drop` impl).
+    pool: Option<r2d2::Pool<Manager>>,
     /// The URL as given (the password is in it): only for [`scrub`].
     url: String,
     redacted: String,
@@ -260,7 +261,7 @@ impl PgStore {
             .connection_timeout(CONNECT_TIMEOUT)
             .error_handler(Box::new(r2d2::NopErrorHandler))
             .build_unchecked(Manager { config });
-        let store = PgStore { pool, url: url.to_owned(), redacted: redacted.clone() };
+        let store = PgStore { pool: Some(pool), url: url.to_owned(), redacted: redacted.clone() };
         let mut conn = store.connection().map_err(|err| open_error(err.to_string()))?;
         match migrate(&mut conn.client).map_err(|err| open_error(err.to_string()))? {
             Ok(()) => {}
@@ -278,7 +279,9 @@ impl PgStore {
     }
 
     fn connection(&self) -> Result<r2d2::PooledConnection<Manager>, GraphError> {
-        self.pool.get().map_err(|err| GraphError::Busy { message: scrub(&err.to_string(), &self.url) })
+        let pool =
+            self.pool.as_ref().ok_or_else(|| GraphError::Storage { message: "the pool is closed".to_owned() })?;
+        pool.get().map_err(|err| GraphError::Busy { message: scrub(&err.to_string(), &self.url) })
     }
 
     fn scrubbed(&self, err: GraphError) -> GraphError {
@@ -314,6 +317,20 @@ impl PgStore {
             Ok(value)
         };
         run().map_err(|err| self.scrubbed(err))
+    }
+}
+
+impl Drop for PgStore {
+    /// Closes the pooled connections on a thread of their own: the synchronous client closes
+    /// through its own runtime, which panics on a thread that drives tokio (the Engine is
+    /// dropped in `main`'s runtime).
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            let _ = std::thread::Builder::new()
+                .name("graph-pool-close".to_owned())
+                .spawn(move || drop(pool))
+                .map(|t| t.join());
+        }
     }
 }
 
@@ -488,9 +505,9 @@ pub fn fts_replace(conn: &dyn Db, seq: i64, terms: &str, description: &str, code
     Ok(())
 }
 
-/// The `tsquery` text for `query`: its words and their camelCase/snake_case parts (as
-/// [`super::search::fts_query`]), joined by `|`. `None` when there is no word.
-pub fn ts_query(query: &str) -> Option<String> {
+/// The query's words and their camelCase/snake_case parts (as [`super::search::fts_query`]),
+/// lowercased, each once, at most 64.
+pub fn query_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         for term in std::iter::once(word.to_lowercase()).chain(split_identifier(word)) {
@@ -500,19 +517,61 @@ pub fn ts_query(query: &str) -> Option<String> {
         }
     }
     terms.truncate(64);
-    (!terms.is_empty()).then(|| terms.join(" | "))
+    terms
 }
 
-/// Ranked search: `ts_rank_cd` with weights name 1.0, description 0.4, code 0.1 (the ratio of
-/// the SQLite path's BM25 weights 10 : 4 : 1); ties by name.
+/// `ts_rank_cd`'s weights array, `{D, C, B, A}`: code 0.1, description 0.4, name 1.0 — the ratio
+/// of the SQLite path's BM25 weights 10 : 4 : 1 (C is unused).
+const RANK_WEIGHTS: &str = "'{0.1, 0.4, 0.4, 1.0}'";
+/// `ts_rank_cd`'s normalization: 1 divides by 1 + log(document length), as BM25 damps long
+/// documents.
+const RANK_NORMALIZATION: i32 = 1;
+
+/// Ranked search. `tsvector`s have no corpus statistics, so rarity is added here as BM25 has it:
+/// score = Σ over the query's terms of idf(term) × `ts_rank_cd(weights, document, term)`, with
+/// idf = ln(1 + (N − n + 0.5) / (n + 0.5)) (N documents, n containing the term; each n one GIN
+/// index lookup). Ties by name, then creation.
 pub fn search(conn: &dyn Db, query: &str, type_filter: &str, limit: i64) -> Result<Vec<SearchHit>, GraphError> {
-    let Some(ts) = ts_query(query) else { return Ok(Vec::new()) };
+    let terms = query_terms(query);
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total = conn.query_one("SELECT count(*) FROM components_fts", &[])?.int(0)? as f64;
+    let mut weighted: Vec<(String, f64)> = Vec::new();
+    for term in terms {
+        let n = conn
+            .query_one(
+                "SELECT count(*) FROM components_fts WHERE document @@ to_tsquery('english', ?1)",
+                &sql_params![term.as_str()],
+            )?
+            .int(0)? as f64;
+        if n > 0.0 {
+            weighted.push((term, (1.0 + (total - n + 0.5) / (n + 0.5)).ln()));
+        }
+    }
+    if weighted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let any = weighted.iter().map(|(term, _)| term.as_str()).collect::<Vec<_>>().join(" | ");
+    let mut params = vec![SqlValue::Text(any), SqlValue::Int(limit)];
+    let mut parts = Vec::with_capacity(weighted.len());
+    for (term, idf) in weighted {
+        let at = params.len() + 1;
+        parts.push(format!(
+            "CAST(?{at} AS FLOAT8) * ts_rank_cd({RANK_WEIGHTS}, f.document, to_tsquery('english', ?{}), \
+             {RANK_NORMALIZATION})",
+            at + 1
+        ));
+        params.push(SqlValue::Real(idf));
+        params.push(SqlValue::Text(term));
+    }
     let sql = format!(
-        "SELECT {INLINE_CODE_COLUMNS}, ts_rank_cd('{{0.1, 0.4, 0.4, 1.0}}', f.document, q.query) AS rank \
-         FROM components_fts f JOIN components c ON c.seq = f.seq, to_tsquery('english', ?1) AS q(query) \
-         WHERE f.document @@ q.query {type_filter} ORDER BY rank DESC, c.name, c.seq LIMIT ?2"
+        "SELECT {INLINE_CODE_COLUMNS}, CAST({} AS FLOAT8) AS rank \
+         FROM components_fts f JOIN components c ON c.seq = f.seq \
+         WHERE f.document @@ to_tsquery('english', ?1) {type_filter} ORDER BY rank DESC, c.name, c.seq LIMIT ?2",
+        parts.join(" + ")
     );
-    conn.query(&sql, &sql_params![ts, limit])?
+    conn.query(&sql, &params)?
         .iter()
         .map(|row| {
             let rank = row.real(21)?;
@@ -540,8 +599,8 @@ mod tests {
 
     #[test]
     fn query_words_split_like_the_sqlite_path() {
-        assert_eq!(ts_query("ListenAndServe http").as_deref(), Some("listenandserve | listen | and | serve | http"));
-        assert_eq!(ts_query("--"), None);
+        assert_eq!(query_terms("ListenAndServe http"), ["listenandserve", "listen", "and", "serve", "http"]);
+        assert!(query_terms("--").is_empty());
         assert_eq!(words_only("json.loads(a/b)"), "json loads a b ");
     }
 }

@@ -7,6 +7,10 @@ Expected values are computed here independently of filepuff: Go declarations wit
 (go_outline/main.go), Python declarations and imports with `ast`, Go imports by reading the
 import blocks.
 
+Every test runs twice, against both graph stores (the `store` fixture): the embedded SQLite file
+and a PostgreSQL database (a fresh one per workspace root, named in the root's filepuff.toml as
+`[graph] store`) on the session's throwaway server (conftest.py `pg`, pg_server.py).
+
 Run: .venv/bin/pytest -q tests/e2e/test_graph.py
 """
 
@@ -26,6 +30,7 @@ import pytest
 
 from conftest import _close_session, _open_session, filepuff_binary
 from oracles import python_outline
+from pg_server import PgServer
 
 TOOLS_BIN = Path(__file__).resolve().parents[2] / ".tools" / "bin"
 
@@ -66,20 +71,62 @@ def require(program: str) -> str:
     return found
 
 
+# ---- stores -------------------------------------------------------------------------------------
+
+
+class Store:
+    """Which graph store a root uses, and raw SQL reads of it for checks the tools do not show."""
+
+    def __init__(self, kind: str, server: PgServer | None):
+        self.kind = kind
+        self.server = server
+
+    def attach(self, root: Path) -> Path:
+        """Points `root` at this store (PostgreSQL: a fresh database in its filepuff.toml)."""
+        if self.server is not None:
+            url = self.server.new_database()
+            (root / "filepuff.toml").write_text(f'[graph]\nstore = "{url}"\n')
+            ROOT_DATABASE[root] = url.rsplit("/", 1)[1]
+        ROOT_STORE[root] = self
+        return root
+
+    def rows(self, root: Path, sql: str, params: tuple = ()) -> list[tuple]:
+        """Rows of `sql` (`?` placeholders; PostgreSQL values come back as text)."""
+        if self.server is None:
+            import sqlite3
+            with sqlite3.connect(root / ".filepuff" / "graph.db") as conn:
+                return conn.execute(sql, params).fetchall()
+        for value in params:
+            sql = sql.replace("?", "'" + str(value).replace("'", "''") + "'", 1)
+        out = self.server.psql(sql, database=ROOT_DATABASE[root])
+        return [tuple(line.split("\t")) for line in out.splitlines()]
+
+
+ROOT_STORE: dict[Path, Store] = {}
+ROOT_DATABASE: dict[Path, str] = {}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store(request) -> Store:
+    if request.param == "postgres":
+        return Store("postgres", request.getfixturevalue("pg"))
+    return Store("sqlite", None)
+
+
 # ---- corpora ------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def go_root(goroot_src, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("graph-go")
+def go_root(goroot_src, tmp_path_factory, store) -> Path:
+    root = store.attach(tmp_path_factory.mktemp("graph-go"))
     for package in GO_PACKAGES:
         shutil.copytree(goroot_src / package, root / package, ignore=shutil.ignore_patterns("testdata"))
     return root
 
 
 @pytest.fixture(scope="module")
-def py_root(py_stdlib, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("graph-py")
+def py_root(py_stdlib, tmp_path_factory, store) -> Path:
+    root = store.attach(tmp_path_factory.mktemp("graph-py"))
     shutil.copytree(py_stdlib / PY_PACKAGE, root / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
@@ -312,10 +359,10 @@ def test_search_and_context_on_a_real_package(go_graph):
 
 
 @pytest.fixture()
-def empty_root(tmp_path) -> Path:
+def empty_root(tmp_path, store) -> Path:
     root = tmp_path / "project"
     root.mkdir()
-    return root
+    return store.attach(root)
 
 
 def log_dir(tmp_path: Path, name: str) -> Path:
@@ -324,7 +371,7 @@ def log_dir(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path):
+def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path, store):
     first = _open_session(empty_root, log_dir(tmp_path, "first"), toolsets="core,graph")
     try:
         a = first.ok("add_component", {"code_text": "", "component_type": "function", "name": "parse",
@@ -358,7 +405,8 @@ def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path
         assert err["code"] == 7005
     finally:
         _close_session(first)
-    assert (empty_root / ".filepuff" / "graph.db").is_file()
+    # The graph is where the store says: nothing local on PostgreSQL.
+    assert (empty_root / ".filepuff" / "graph.db").is_file() == (store.kind == "sqlite")
 
     second = _open_session(empty_root, log_dir(tmp_path, "second"), toolsets="core,graph")
     try:
@@ -497,9 +545,8 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def graph_db(root: Path):
-    import sqlite3
-    return sqlite3.connect(root / ".filepuff" / "graph.db")
+def graph_rows(root: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    return ROOT_STORE[root].rows(root, sql, params)
 
 
 def calls_of(root: Path, file_path: str, qualified_name: str) -> list[tuple[str, str, dict]]:
@@ -515,16 +562,15 @@ def calls_of(root: Path, file_path: str, qualified_name: str) -> list[tuple[str,
 
 
 def component_id(root: Path, file_path: str, qualified_name: str) -> str:
-    with graph_db(root) as conn:
-        [(found,)] = conn.execute("SELECT id FROM components WHERE file_path = ? AND qualified_name = ?",
-                                  (file_path, qualified_name)).fetchall()
+    [(found,)] = graph_rows(root, "SELECT id FROM components WHERE file_path = ? AND qualified_name = ?",
+                            (file_path, qualified_name))
     return found
 
 
 def calls_rows(root: Path) -> list[tuple]:
     """Every calls relationship as (uid, source seq, target seq, metadata)."""
-    with graph_db(root) as conn:
-        return sorted(conn.execute("SELECT hex(uid), source, target, metadata FROM relationships WHERE type = 1"))
+    uid = "hex(uid)" if ROOT_STORE[root].kind == "sqlite" else "upper(encode(uid, 'hex'))"
+    return sorted(graph_rows(root, f"SELECT {uid}, source, target, metadata FROM relationships WHERE type = 1"))
 
 
 def language_calls(report: dict, language: str) -> dict:
@@ -532,9 +578,9 @@ def language_calls(report: dict, language: str) -> dict:
     return found
 
 
-def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_path):
+def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     first = index(root)
     go = language_calls(first, "go")
     assert (go["server"], go["lsp_files"], go["syntax_files"]) == ("gopls", 3, 0)
@@ -562,15 +608,14 @@ def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_
     assert changed["total_calls_lsp"] == 6 and changed["total_calls_syntax"] == 0
     rows = calls_rows(root)
     assert len(rows) == len({(r[1], r[2]) for r in rows}) == 6
-    with graph_db(root) as conn:
-        util = {seq for (seq,) in conn.execute("SELECT seq FROM components WHERE file_path = 'util/text.go'")}
+    util = {seq for (seq,) in graph_rows(root, "SELECT seq FROM components WHERE file_path = 'util/text.go'")}
     kept = [r for r in before if r[1] in util]
     assert len(kept) == 2 and set(kept) <= set(rows), "the unchanged file's calls were kept, not recreated"
 
 
-def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path):
+def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     syntax = index(root, "--calls", "syntax")
     go = language_calls(syntax, "go")
     assert (go.get("server"), go["lsp_files"], go["syntax_files"], go["note"]) == (None, 0, 3, "--calls syntax")
@@ -585,8 +630,8 @@ def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path):
     assert lsp["total_components"] == syntax["total_components"]
 
 
-def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_path):
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_path, store):
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     proc = run_index(root, "--calls", "lsp", path="/usr/bin:/bin")
     assert proc.returncode == 2, proc.stderr
     assert "--calls lsp" in proc.stderr and "gopls" in proc.stderr
@@ -599,9 +644,9 @@ def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_
     assert "failed" not in language_calls(json.loads(auto.stdout), "go")
 
 
-def test_python_calls_across_packages_come_from_basedpyright(tmp_path):
+def test_python_calls_across_packages_come_from_basedpyright(tmp_path, store):
     require("basedpyright-langserver")
-    root = write_tree(tmp_path / "py", PY_PROJECT)
+    root = store.attach(write_tree(tmp_path / "py", PY_PROJECT))
     report = index(root)
     python = language_calls(report, "python")
     assert (python["server"], python["lsp_files"], python["syntax_files"]) == ("basedpyright", 3, 0), python
@@ -611,9 +656,9 @@ def test_python_calls_across_packages_come_from_basedpyright(tmp_path):
     assert report["total_calls_syntax"] == 0
 
 
-def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp_path):
+def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     index(root, "--calls", "syntax")
     main = (root / "cmd/app/main.go").read_text()
     env_path = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
