@@ -98,6 +98,7 @@ pub fn apply(
     anchor: Anchor<'_>,
     keep_calls_from: Option<&str>,
 ) -> Result<Applied, GraphError> {
+    super::pg::lock_analysis(conn)?;
     let mut counts = ApplyCounts::default();
     let language = analysis.language.name();
     let path = analysis.file_path.as_str();
@@ -240,6 +241,7 @@ pub fn apply(
 /// component of a fitting type carries the name. Ambiguous and unknown names are dropped.
 /// Returns the number of relationships written.
 pub fn resolve(conn: &dyn Db, pending: &[PendingLink]) -> Result<usize, GraphError> {
+    super::pg::lock_analysis(conn)?;
     let mut written = 0;
     for pending_link in pending {
         let types: &[&str] = match pending_link.relationship_type {

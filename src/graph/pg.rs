@@ -36,8 +36,10 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const STATEMENT_CACHE: usize = 256;
 /// Code indexed per component, in bytes: a `tsvector` holds at most 1 MiB.
 const MAX_INDEXED_CODE: usize = 256 * 1024;
-/// Advisory lock key taken while migrating ("filepuff" in ASCII, truncated).
+/// Advisory lock key taken while migrating ("filepuff" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6669_6c65_7075_6666;
+/// Advisory lock key taken by every transaction that writes analyses ("fpgraph!").
+const ANALYSIS_LOCK: i64 = 0x6670_6772_6170_6821;
 
 /// The migrations, in order; `MIGRATIONS.len()` is the schema version this build writes. Never
 /// edit a released one: append.
@@ -459,6 +461,18 @@ impl From<postgres::Error> for GraphError {
             .any(|state| code == Some(state));
         if busy { GraphError::Busy { message } } else { GraphError::Storage { message } }
     }
+}
+
+/// On PostgreSQL, makes the transaction that writes analyses (`graph index`, `analyze_code`) the
+/// only one doing so until it ends — SQLite's single writer, for the read-then-insert of stable
+/// keys, module components and sources that two index runs of one tree would otherwise race
+/// on. Manual changes (the tools) are not held up: they lock rows. A no-op on SQLite, whose
+/// `BEGIN IMMEDIATE` already serialises every writer.
+pub fn lock_analysis(conn: &dyn Db) -> Result<(), GraphError> {
+    if conn.dialect() == Dialect::Postgres {
+        conn.execute("SELECT pg_advisory_xact_lock(?1)", &sql_params![ANALYSIS_LOCK])?;
+    }
+    Ok(())
 }
 
 /// Brings the schema to [`PG_SCHEMA_VERSION`]; `Err(found)` (inner) when the database is newer.

@@ -94,29 +94,53 @@ impl GraphStore {
     /// Errors: [`GraphError::Open`] when the file cannot be created or is not a database;
     /// [`GraphError::SchemaTooNew`] when a newer filepuff wrote it.
     pub fn open(path: &Path) -> Result<GraphStore, GraphError> {
-        let open_error = |message: String| GraphError::Open { path: path.to_path_buf(), message };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|err| open_error(err.to_string()))?;
+        // Two processes creating the file at once: switching a new database to WAL takes a lock
+        // SQLite's busy handler does not wait for ("database is locked"); try again within the
+        // busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match GraphStore::open_once(path) {
+                Err((true, _)) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                outcome => return outcome.map_err(|(_, err)| err),
+            }
         }
-        let mut conn = Connection::open(path).map_err(|err| open_error(err.to_string()))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(|err| open_error(err.to_string()))?;
+    }
+
+    /// One attempt of [`GraphStore::open`]; the flag says whether it failed on another
+    /// connection's lock.
+    fn open_once(path: &Path) -> Result<GraphStore, (bool, GraphError)> {
+        let open_error =
+            |err: &dyn ToString| (false, GraphError::Open { path: path.to_path_buf(), message: err.to_string() });
+        let sqlite_error = |err: rusqlite::Error| {
+            let busy = matches!(
+                err.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            );
+            (busy, GraphError::Open { path: path.to_path_buf(), message: err.to_string() })
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|err| open_error(&err))?;
+        }
+        let mut conn = Connection::open(path).map_err(sqlite_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sqlite_error)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite_error)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite_error)?;
         // A 32 MiB page cache and memory-mapped reads: indexing re-reads the same index pages
         // (stable keys, names) for every file.
-        conn.pragma_update(None, "cache_size", -32_768).map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(|err| open_error(err.to_string()))?;
-        match schema::migrate(&mut conn).map_err(|err| open_error(err.to_string()))? {
+        conn.pragma_update(None, "cache_size", -32_768).map_err(sqlite_error)?;
+        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(sqlite_error)?;
+        match schema::migrate(&mut conn).map_err(sqlite_error)? {
             // A store written by an older filepuff was rewritten more compactly: give the freed
             // pages back to the file system (once; VACUUM needs no other writer meanwhile and
             // waits for one up to the busy timeout).
             Migrated::Current { applied, from } if applied > 0 && from > 0 => {
-                conn.execute_batch("VACUUM").map_err(|err| open_error(err.to_string()))?;
+                conn.execute_batch("VACUUM").map_err(sqlite_error)?;
             }
             Migrated::Current { .. } => {}
             Migrated::TooNew { found } => {
-                return Err(GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
+                let err = GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION };
+                return Err((false, err));
             }
         }
         Ok(GraphStore { backend: Backend::Sqlite { path: path.to_path_buf(), conn: Mutex::new(conn) } })
@@ -187,6 +211,7 @@ impl GraphStore {
     pub fn update_component(&self, id: &str, changes: &ComponentChanges, notes: &str) -> Result<Component, GraphError> {
         self.write(|tx| {
             let current = component_for_update(tx, id)?.ok_or_else(|| not_found(id))?;
+            check_version(&current, changes.expected_version)?;
             let description = changes.description.as_deref().unwrap_or(&current.description);
             let status = changes.status.unwrap_or(current.status);
             tx.execute(
@@ -226,10 +251,19 @@ impl GraphStore {
     /// Sets a component's status (bumping its version) and records the change with `notes`.
     /// Returns the previous status; setting the same status again still records a history entry.
     ///
-    /// Errors: [`GraphError::NotFound`].
-    pub fn update_status(&self, id: &str, status: Status, notes: &str) -> Result<Status, GraphError> {
+    /// With `expected_version`, the change is refused unless the component is at that version.
+    ///
+    /// Errors: [`GraphError::NotFound`], [`GraphError::VersionConflict`].
+    pub fn update_status(
+        &self,
+        id: &str,
+        status: Status,
+        notes: &str,
+        expected_version: Option<i64>,
+    ) -> Result<Status, GraphError> {
         self.write(|tx| {
             let current = component_for_update(tx, id)?.ok_or_else(|| not_found(id))?;
+            check_version(&current, expected_version)?;
             tx.execute(
                 &format!(
                     "UPDATE components SET status = ?2, version = version + 1, last_modified = {} WHERE id = ?1",
@@ -447,6 +481,16 @@ impl GraphStore {
             let relationships = conn.query_one("SELECT count(*) FROM relationships", &[])?.int(0)?;
             Ok((components as usize, relationships as usize))
         })
+    }
+}
+
+/// Refuses a change based on another version than the component's (read under the row lock).
+fn check_version(current: &Component, expected: Option<i64>) -> Result<(), GraphError> {
+    match expected {
+        Some(expected) if expected != current.version => {
+            Err(GraphError::VersionConflict { id: current.id.clone(), expected, current: current.version })
+        }
+        _ => Ok(()),
     }
 }
 

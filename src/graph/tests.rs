@@ -47,7 +47,7 @@ fn the_schema_is_versioned_and_reopening_keeps_everything() {
         let a = add(&store, "alpha", Status::Planned);
         let b = add(&store, "beta", Status::Implemented);
         store.add_relationship(&a, &b, RelationshipType::DependsOn, &json!({"why": "test"})).unwrap();
-        store.update_status(&a, Status::Partial, "half done").unwrap();
+        store.update_status(&a, Status::Partial, "half done", None).unwrap();
         (a, b)
     };
     let store = GraphStore::open(&path).unwrap();
@@ -96,7 +96,7 @@ fn two_connections_writing_at_once_lose_nothing() {
                 for n in 0..150 {
                     let id = add(store, &format!("{which}{n}"), Status::Planned);
                     store.add_relationship(&id, &anchor, RelationshipType::DependsOn, &json!({})).unwrap();
-                    store.update_status(&id, Status::Partial, "").unwrap();
+                    store.update_status(&id, Status::Partial, "", None).unwrap();
                 }
             });
         }

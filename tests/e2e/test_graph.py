@@ -450,6 +450,94 @@ def test_two_processes_writing_concurrently_lose_nothing(empty_root, tmp_path):
             _close_session(session)
 
 
+def test_four_processes_fifty_mutations_each_lose_no_update_and_duplicate_nothing(empty_root, tmp_path):
+    """4 filepuff processes x 50 concurrent mutations on one graph: status changes of one shared
+    component (read-modify-write of its version), the same relationships added by everyone, and
+    new components. Every change is counted once; nothing is duplicated."""
+    processes, per_process = 4, 50
+    sessions = [_open_session(empty_root, log_dir(tmp_path, f"p{n}"), toolsets="core,graph") for n in range(processes)]
+    try:
+        shared = sessions[0].ok("add_component", {"code_text": "", "component_type": "class", "name": "Shared"})["component_id"]
+        targets = [sessions[0].ok("add_component", {"code_text": "", "component_type": "function",
+                                                    "name": f"t{k}"})["component_id"] for k in range(5)]
+        results: dict[int, list] = {}
+
+        def mutate(n: int):
+            calls = []
+            for i in range(per_process):
+                if i % 2 == 0:
+                    status = ["planned", "partial", "implemented"][i % 3]
+                    calls.append(("update_status", {"component_id": shared, "new_status": status, "notes": f"p{n} #{i}"}))
+                elif i % 4 == 1:
+                    calls.append(("add_relationship", {"source_id": shared, "target_id": targets[i % 5],
+                                                       "relationship_type": "depends_on"}))
+                else:
+                    calls.append(("add_component", {"code_text": "", "component_type": "variable", "name": f"v{n}_{i}"}))
+            results[n] = sessions[n].call_concurrently(calls)
+
+        threads = [threading.Thread(target=mutate, args=(n,)) for n in range(processes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in range(processes):
+            assert not any(r.is_error for r in results[n]), [r.content for r in results[n] if r.is_error]
+        status_changes = processes * len(range(0, per_process, 2))
+        got = sessions[1].ok("get_component", {"identifier": shared, "include_related": True})
+        assert got["component"]["version"] == 1 + status_changes, "a status change was lost"
+        assert len(got["status_history"]) == 1 + status_changes
+        notes = [h["notes"] for h in got["status_history"][1:]]
+        assert len(set(notes)) == status_changes
+        outgoing = [r for r in got["related"] if r["direction"] == "outgoing"]
+        assert sorted(r["component"]["name"] for r in outgoing) == [f"t{k}" for k in range(5)], "a duplicate relationship"
+        variables = sessions[2].ok("get_project_status", {"filters": {"type": "variable"}})["status"]["total_components"]
+        assert variables == processes * sum(1 for i in range(per_process) if i % 2 == 1 and i % 4 != 1)
+    finally:
+        for session in sessions:
+            _close_session(session)
+
+
+def test_a_status_change_based_on_a_stale_version_is_refused(empty_root, tmp_path):
+    """Two agents read version 1; the first one's change wins, the second one's is refused with
+    7008 and writes nothing (like expected_hash for edits)."""
+    session = _open_session(empty_root, log_dir(tmp_path, "stale"), toolsets="core,graph")
+    try:
+        cid = session.ok("add_component", {"code_text": "", "component_type": "function", "name": "f"})["component_id"]
+        version = session.ok("get_component", {"identifier": cid})["component"]["version"]
+        session.ok("update_status", {"component_id": cid, "new_status": "partial", "expected_version": version})
+        err, _ = session.error("update_status", {"component_id": cid, "new_status": "implemented",
+                                                 "expected_version": version})
+        assert (err["code"], err["name"]) == (7008, "GRAPH_VERSION_CONFLICT")
+        assert (err["context"]["expected_version"], err["context"]["current_version"]) == (version, version + 1)
+        err, _ = session.error("update_component", {"component_id": cid, "description": "x", "expected_version": version})
+        assert err["code"] == 7008
+        got = session.ok("get_component", {"identifier": cid})
+        assert (got["component"]["status"], got["component"]["version"], len(got["status_history"])) == ("partial", 2, 2)
+    finally:
+        _close_session(session)
+
+
+def test_two_index_runs_at_once_make_one_graph(py_stdlib, tmp_path, store):
+    root = tmp_path / "project"
+    shutil.copytree(py_stdlib / PY_PACKAGE, root / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    store.attach(root)
+    env = {**os.environ, "PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [str(filepuff_binary()), "--root", str(root), "graph", "index", "--json", "--calls", "syntax"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    for run, (out, err) in zip(runs, outputs):
+        assert run.returncode == 0, err
+    alone = index(root, "--calls", "syntax")
+    assert (alone["components_added"], alone["components_removed"]) == (0, 0), "the concurrent runs left work undone"
+    for out, _ in outputs:
+        report = json.loads(out)
+        assert report["total_components"] <= alone["total_components"]
+    [(components,)] = graph_rows(root, "SELECT count(*) FROM components")
+    [(unique,)] = graph_rows(root, "SELECT count(DISTINCT stable_key) FROM components")
+    assert int(components) == int(unique) == alone["total_components"], "a duplicate component"
+
+
 def test_cli_graph_subcommands(py_root, py_indexed):
     def cli(*args):
         return subprocess.run([str(filepuff_binary()), "--root", str(py_root), "graph", *args],

@@ -241,6 +241,14 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         .with("path", graph_path_text(engine))
         .with("detail", detail),
         GraphError::Walk(err) => ToolError::from(err),
+        GraphError::VersionConflict { id, expected, current } => ToolError::new(
+            ErrorCode::GraphVersionConflict,
+            message,
+            "Someone changed the component since you read it: get_component again, decide, and retry with its version.",
+        )
+        .with("component_id", id)
+        .with("expected_version", expected)
+        .with("current_version", current),
         GraphError::Storage { message: detail } => ToolError::new(
             ErrorCode::GraphStoreFailed,
             message,
