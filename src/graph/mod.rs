@@ -24,6 +24,7 @@ pub mod calls;
 pub(crate) mod db;
 mod doc_text;
 pub mod index;
+pub mod migrate;
 mod pg;
 pub mod plan;
 mod schema;

@@ -257,22 +257,24 @@ impl PgStore {
                     .to_owned(),
             ));
         }
-        let pool = r2d2::Pool::builder()
-            .max_size(POOL_SIZE)
-            .min_idle(Some(0))
-            .connection_timeout(CONNECT_TIMEOUT)
-            .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(Manager { config });
-        let store = PgStore { pool: Some(pool), url: url.to_owned(), redacted: redacted.clone() };
-        let mut conn = store.connection().map_err(|err| open_error(err.to_string()))?;
-        match migrate(&mut conn.client).map_err(|err| open_error(err.to_string()))? {
+        // The first connection directly (not through the pool, whose timeout error hides the
+        // server's message): an unreachable server or a refused login fails at once and says why.
+        let manager = Manager { config };
+        let first = r2d2::ManageConnection::connect(&manager).map_err(|err| open_error(driver_message(&err)))?;
+        let migrated = close_after(first, |conn| migrate(&mut conn.client));
+        match migrated.map_err(|err| open_error(err.to_string()))? {
             Ok(()) => {}
             Err(found) => {
                 return Err(GraphError::SchemaTooNew { path: redacted.into(), found, supported: PG_SCHEMA_VERSION });
             }
         }
-        drop(conn);
-        Ok(store)
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(0))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(manager);
+        Ok(PgStore { pool: Some(pool), url: url.to_owned(), redacted })
     }
 
     /// The URL with its password replaced by `***`.
@@ -448,14 +450,35 @@ fn int_to_sql(
     }
 }
 
+/// Runs `f` on `conn`, then closes it on a thread of its own (see `Drop for PgStore`).
+fn close_after<T>(mut conn: PgConnection, f: impl FnOnce(&mut PgConnection) -> T) -> T {
+    let value = f(&mut conn);
+    let _ = std::thread::Builder::new().name("graph-conn-close".to_owned()).spawn(move || drop(conn)).map(|t| t.join());
+    value
+}
+
+/// A driver error as people read it: the server's severity and message for a database error
+/// (the driver's own text is just "db error"), else the driver's text.
+fn driver_message(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(cause) = source {
+                message = format!("{message}: {cause}");
+                source = cause.source();
+            }
+            message
+        }
+    }
+}
+
 impl From<postgres::Error> for GraphError {
     fn from(err: postgres::Error) -> GraphError {
         use postgres::error::SqlState;
         let code = err.code();
-        let message = match err.as_db_error() {
-            Some(db) => format!("{}: {}", db.severity(), db.message()),
-            None => err.to_string(),
-        };
+        let message = driver_message(&err);
         let busy = [SqlState::T_R_SERIALIZATION_FAILURE, SqlState::T_R_DEADLOCK_DETECTED, SqlState::LOCK_NOT_AVAILABLE]
             .iter()
             .any(|state| code == Some(state));

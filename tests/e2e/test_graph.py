@@ -768,3 +768,107 @@ def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp
         assert calls_of(root, "cmd/app/main.go", "run") == [("cmd/app/local.go", "Shout", SYNTAX)]
     finally:
         _close_session(session)
+
+
+# ---- migration and secrets (SQLite -> PostgreSQL; not parametrized) ------------------------------
+
+MIGRATE_QUERIES = ["decode json", "scanner", "circular reference", "raw_decode", "whitespace", "iterencode",
+                   "command line tool", "separators", "array", "float"]
+
+
+def test_migrate_copies_a_real_graph_to_postgres_with_equal_counts_and_search(py_stdlib, tmp_path, pg):
+    """CPython's json package indexed into SQLite, plus manual components with a status history
+    and a manual relationship, copied with `graph migrate --to`: every table's count is equal,
+    ids, times, metadata and history come over unchanged, search_code's top results agree, and
+    re-indexing the copy changes nothing. The URL's password appears in no output."""
+    lite = tmp_path / "lite"
+    shutil.copytree(py_stdlib / PY_PACKAGE, lite / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    indexed = index(lite, "--calls", "syntax")
+    session = _open_session(lite, log_dir(tmp_path, "lite"), toolsets="core,graph")
+    try:
+        planned = session.ok("add_component", {"code_text": "def plan(): ...", "component_type": "function",
+                                               "name": "plan_it", "description": "a plan"})["component_id"]
+        session.ok("update_status", {"component_id": planned, "new_status": "partial", "notes": "started"})
+        loads = session.ok("get_component", {"identifier": "loads"})["component"]["id"]
+        session.ok("add_relationship", {"source_id": planned, "target_id": loads, "relationship_type": "depends_on",
+                                        "metadata": {"why": "parses"}})
+        before = {cid: session.ok("get_component", {"identifier": cid, "include_related": True}) for cid in (planned, loads)}
+    finally:
+        _close_session(session)
+
+    url = pg.new_database("migrate")
+    outputs = []
+    migrated = subprocess.run([str(filepuff_binary()), "--root", str(lite), "graph", "migrate", "--json", "--to", url],
+                              capture_output=True, text=True, timeout=300)
+    outputs += [migrated.stdout, migrated.stderr]
+    assert migrated.returncode == 0, migrated.stderr
+    report = json.loads(migrated.stdout)
+    assert report["verified"] is True and "***" in report["to"]
+    counts = {t["table"]: (t["source"], t["target"]) for t in report["tables"]}
+    assert counts["components"] == (indexed["total_components"] + 1,) * 2
+    assert counts["relationships"] == (indexed["total_relationships"] + 1,) * 2
+    assert counts["status_history"] == (2, 2) and counts["sources"][0] == counts["sources"][1] > 0
+    again = subprocess.run([str(filepuff_binary()), "--root", str(lite), "graph", "migrate", "--to", url],
+                           capture_output=True, text=True, timeout=300)
+    outputs += [again.stdout, again.stderr]
+    assert again.returncode == 2 and "not empty" in again.stderr, "a second copy into the same database is refused"
+
+    # The copy, used as a team would: another checkout pointing at the database.
+    shared = tmp_path / "shared"
+    shutil.copytree(py_stdlib / PY_PACKAGE, shared / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    (shared / "filepuff.toml").write_text(f'[graph]\nstore = "{url}"\n')
+    session = _open_session(shared, log_dir(tmp_path, "shared"), toolsets="core,graph")
+    try:
+        for cid, old in before.items():
+            new = session.ok("get_component", {"identifier": cid, "include_related": True})
+            assert new["component"] == old["component"] and new["status_history"] == old["status_history"]
+            assert sorted(map(json.dumps, new["related"])) == sorted(map(json.dumps, old["related"]))
+        doctor = subprocess.run([str(filepuff_binary()), "--root", str(shared), "doctor"], capture_output=True,
+                                text=True, timeout=120)
+        outputs += [doctor.stdout, doctor.stderr]
+        assert "graph store: postgres" in doctor.stdout and "reachable" in doctor.stdout
+        outputs.append(session.server_stderr())
+    finally:
+        _close_session(session)
+    lite_session = _open_session(lite, log_dir(tmp_path, "lite2"), toolsets="core,graph")
+    shared_session = _open_session(shared, log_dir(tmp_path, "shared2"), toolsets="core,graph")
+    try:
+        overlaps = []
+        for query in MIGRATE_QUERIES:
+            a = [m["id"] for m in lite_session.ok("search_code", {"query": query, "limit": 10})["matches"]]
+            b = [m["id"] for m in shared_session.ok("search_code", {"query": query, "limit": 10})["matches"]]
+            assert a[0] == b[0], f"{query!r}: first hit {a[0]} on SQLite, {b[0]} on PostgreSQL"
+            overlaps.append(len(set(a) & set(b)) / max(len(a), len(b)))
+        # Two ranking functions (BM25 and idf x ts_rank_cd): the same first hits, most of the top 10.
+        assert sum(overlaps) / len(overlaps) >= 0.8, overlaps
+    finally:
+        _close_session(lite_session)
+        _close_session(shared_session)
+    reindexed = subprocess.run([str(filepuff_binary()), "--root", str(shared), "graph", "index", "--json",
+                                "--calls", "syntax"], capture_output=True, text=True, timeout=300)
+    outputs += [reindexed.stdout, reindexed.stderr]
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert (json.loads(reindexed.stdout)["components_added"], json.loads(reindexed.stdout)["components_removed"]) == (0, 0)
+    for text in outputs:
+        assert pg.password not in text
+
+
+def test_the_password_never_appears_in_errors_or_doctor(tmp_path, pg):
+    root = tmp_path / "root"
+    root.mkdir()
+    wrong = pg.url("postgres").replace(pg.password, "Wr0ngSecret-" + pg.password[-6:])
+    secret = "Wr0ngSecret-" + pg.password[-6:]
+    outputs = []
+    for url in (wrong, f"postgres://postgres:{secret}@127.0.0.1:1/none"):
+        env = {**os.environ, "FILEPUFF_GRAPH_URL": url, "RUST_LOG": "debug"}
+        for args in (["graph", "status", "--json"], ["graph", "search", "x"], ["doctor"]):
+            done = subprocess.run([str(filepuff_binary()), "--root", str(root), *args], capture_output=True, text=True,
+                                  timeout=120, env=env)
+            outputs.append((args, url, done.stdout + done.stderr))
+    for args, url, text in outputs:
+        assert secret not in text, (args, text)
+    doctor = [text for args, _, text in outputs if args == ["doctor"]]
+    assert "password authentication failed" in doctor[0] and "***" in doctor[0]
+    assert "Connection refused" in doctor[1]
+    status = [text for args, _, text in outputs if args[:2] == ["graph", "status"]]
+    assert '"code": 7001' in status[0]
