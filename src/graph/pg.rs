@@ -560,9 +560,11 @@ pub fn query_terms(query: &str) -> Vec<String> {
 /// `ts_rank_cd`'s weights array, `{D, C, B, A}`: code 0.1, description 0.4, name 1.0 — the ratio
 /// of the SQLite path's BM25 weights 10 : 4 : 1 (C is unused).
 const RANK_WEIGHTS: &str = "'{0.1, 0.4, 0.4, 1.0}'";
-/// `ts_rank_cd`'s normalization: 1 divides by 1 + log(document length), as BM25 damps long
-/// documents.
-const RANK_NORMALIZATION: i32 = 1;
+/// `ts_rank_cd`'s normalization, 1 | 32: divided by 1 + log(document length) (BM25 damps long
+/// documents) and mapped to rank / (rank + 1) (BM25 saturates a term's frequency, k1). Measured
+/// against 1 alone with scripts/bench-graph-search-overlap: top-10 overlap 0.888 → 0.900 on
+/// CPython's json, 0.648 → 0.674 on its email package.
+const RANK_NORMALIZATION: i32 = 33;
 
 /// Ranked search. `tsvector`s have no corpus statistics, so rarity is added here as BM25 has it:
 /// score = Σ over the query's terms of idf(term) × `ts_rank_cd(weights, document, term)`, with
