@@ -196,10 +196,79 @@ impl std::fmt::Debug for PgConnection {
     }
 }
 
+/// How connections are made: in the clear, or over TLS (`sslmode=require`).
+#[derive(Clone)]
+enum Connector {
+    Plain,
+    Tls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
 /// Makes and checks pooled connections (r2d2's manager).
-#[derive(Debug)]
 struct Manager {
     config: postgres::Config,
+    connector: Connector,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").field("tls", &matches!(self.connector, Connector::Tls(_))).finish()
+    }
+}
+
+/// The TLS settings for `sslmode=require`: rustls (ring), TLS 1.2 and 1.3, the server's
+/// certificate verified — against the system's trusted roots and, with `sslrootcert=FILE` in the
+/// URL, the PEM certificates in that file — and its name checked against the host (libpq's
+/// `verify-full`: an unverified "encrypted" connection would hand the password to whoever sits
+/// in between).
+fn tls_connector(root_file: Option<&str>) -> Result<Connector, String> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    if let Some(path) = root_file {
+        let certs = CertificateDer::pem_file_iter(path).map_err(|err| format!("sslrootcert {path}: {err}"))?;
+        for cert in certs {
+            let cert = cert.map_err(|err| format!("sslrootcert {path}: {err}"))?;
+            roots.add(cert).map_err(|err| format!("sslrootcert {path}: {err}"))?;
+        }
+    }
+    if roots.is_empty() {
+        return Err("sslmode=require: no trusted certificates (no system roots; give sslrootcert=FILE)".to_owned());
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Connector::Tls(tokio_postgres_rustls::MakeRustlsConnect::new(config)))
+}
+
+/// `url` without its `sslrootcert` parameter (the driver does not know it), and that parameter.
+fn take_sslrootcert(url: &str) -> (String, Option<String>) {
+    let Ok(mut parsed) = url::Url::parse(url) else { return (url.to_owned(), None) };
+    let mut root = None;
+    let kept: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == "sslrootcert" {
+                root = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if root.is_none() {
+        return (url.to_owned(), None);
+    }
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    (parsed.to_string(), root)
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -207,7 +276,10 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<PgConnection, postgres::Error> {
-        let client = self.config.connect(NoTls)?;
+        let client = match &self.connector {
+            Connector::Plain => self.config.connect(NoTls)?,
+            Connector::Tls(tls) => self.config.connect(tls.clone())?,
+        };
         Ok(PgConnection { client, statements: HashMap::new() })
     }
 
@@ -244,22 +316,25 @@ impl PgStore {
         let redacted = redact_url(url);
         let open_error =
             |message: String| GraphError::Open { path: redacted.clone().into(), message: scrub(&message, url) };
-        let mut config: postgres::Config = url.parse().map_err(|err: postgres::Error| open_error(err.to_string()))?;
+        let (driver_url, root_file) = take_sslrootcert(url);
+        let mut config: postgres::Config =
+            driver_url.parse().map_err(|err: postgres::Error| open_error(err.to_string()))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         if config.get_application_name().is_none() {
             config.application_name("filepuff");
         }
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            return Err(open_error(
-                "sslmode=require: this build of filepuff has no TLS for PostgreSQL; use a local socket or an SSH tunnel"
-                    .to_owned(),
-            ));
-        }
+        // TLS only when the URL asks for it; otherwise (no sslmode, `disable`, `prefer`) the
+        // connection is in the clear, as before.
+        let connector = if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            tls_connector(root_file.as_deref()).map_err(open_error)?
+        } else {
+            Connector::Plain
+        };
         // The first connection directly (not through the pool, whose timeout error hides the
         // server's message): an unreachable server or a refused login fails at once and says why.
-        let manager = Manager { config };
+        let manager = Manager { config, connector };
         let first = r2d2::ManageConnection::connect(&manager).map_err(|err| open_error(driver_message(&err)))?;
         let migrated = close_after(first, |conn| migrate(&mut conn.client));
         match migrated.map_err(|err| open_error(err.to_string()))? {
@@ -634,6 +709,16 @@ mod tests {
         assert!(!redact_url(query).contains("hunter2"));
         assert_eq!(scrub("x hunter2 y", query), "x *** y");
         assert!(!redact_url("postgres://u:p@[bad").contains(":p@"));
+    }
+
+    #[test]
+    fn sslrootcert_is_taken_out_of_the_url_for_the_driver() {
+        let (url, root) = take_sslrootcert("postgres://u:p@h/db?sslmode=require&sslrootcert=/tmp/ca.crt");
+        assert_eq!((url.as_str(), root.as_deref()), ("postgres://u:p@h/db?sslmode=require", Some("/tmp/ca.crt")));
+        let (url, root) = take_sslrootcert("postgres://u@h/db?sslrootcert=ca.pem");
+        assert_eq!((url.as_str(), root.as_deref()), ("postgres://u@h/db", Some("ca.pem")));
+        assert_eq!(take_sslrootcert("postgres://u@h/db").1, None);
+        assert!(tls_connector(Some("/nonexistent/ca.pem")).is_err());
     }
 
     #[test]

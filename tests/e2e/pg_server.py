@@ -37,7 +37,12 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self, base: Path):
+    """With `tls=True` the server accepts only TLS connections (`hostssl` in pg_hba.conf) with a
+    certificate for 127.0.0.1 issued by a throwaway CA (`ca_cert`, for `sslrootcert`)."""
+
+    def __init__(self, base: Path, tls: bool = False):
+        self.tls = tls
+        self.ca_cert = base / "tls" / "ca.crt"
         self.bin = bin_dir()
         if self.bin is None:
             raise FileNotFoundError("PostgreSQL is not installed (initdb not found; scripts/setup-test-env)")
@@ -74,12 +79,42 @@ class PgServer:
             raise RuntimeError(f"initdb failed: {done.stderr}")
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data} -c fsync=off "
                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        if self.tls:
+            cert, key = self._make_certificates()
+            options += f" -c ssl=on -c ssl_cert_file={cert} -c ssl_key_file={key}"
+            (self.data / "pg_hba.conf").write_text(
+                "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n")
         done = self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.base / "server.log"),
                          "-w", "-t", "60", "start")
         if done.returncode != 0:
             log = (self.base / "server.log").read_text() if (self.base / "server.log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed: {done.stderr}\n{log}")
         return self
+
+    def _make_certificates(self) -> tuple[Path, Path]:
+        """A CA and a server certificate for 127.0.0.1 signed by it (openssl CLI)."""
+        tls = self.base / "tls"
+        tls.mkdir(exist_ok=True)
+
+        def openssl(*args: str) -> None:
+            done = subprocess.run(["openssl", *args], capture_output=True, text=True, cwd=tls, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"openssl {args[0]} failed: {done.stderr}")
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+                "-subj", "/CN=filepuff test CA")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=127.0.0.1")
+        (tls / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                                     "extendedKeyUsage=serverAuth\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf")
+        os.chmod(tls / "server.key", 0o600)
+        if self.as_root:
+            account = pwd.getpwnam("postgres")
+            for name in ("server.key", "server.crt"):
+                os.chown(tls / name, account.pw_uid, account.pw_gid)
+        return tls / "server.crt", tls / "server.key"
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
@@ -89,7 +124,7 @@ class PgServer:
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Runs `sql` over TCP with the password; rows as tab-separated lines."""
-        env = {**os.environ, "PGPASSWORD": self.password}
+        env = {**os.environ, "PGPASSWORD": self.password, "PGSSLMODE": "require" if self.tls else "prefer"}
         done = subprocess.run([str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user,
                                "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t", "-c", sql],
                               capture_output=True, text=True, timeout=120, env=env, check=False)

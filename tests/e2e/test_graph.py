@@ -872,3 +872,39 @@ def test_the_password_never_appears_in_errors_or_doctor(tmp_path, pg):
     assert "Connection refused" in doctor[1]
     status = [text for args, _, text in outputs if args[:2] == ["graph", "status"]]
     assert '"code": 7001' in status[0]
+
+
+def test_sslmode_require_connects_over_tls_and_verifies_the_certificate(tmp_path):
+    """A server that accepts only TLS: `sslmode=require` with the CA as `sslrootcert` connects
+    (and `graph index` works over it); without the CA the certificate is not trusted and the
+    connection is refused; without sslmode the server refuses the plain connection."""
+    from pg_server import bin_dir
+    if bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (initdb not found; scripts/setup-test-env installs it)")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (the test CA)")
+    server = PgServer(tmp_path / "tls-server", tls=True).start()
+    try:
+        database = server.new_database("tls")
+        root = tmp_path / "root"
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+
+        def graph_index(url: str) -> subprocess.CompletedProcess:
+            env = {**os.environ, "FILEPUFF_GRAPH_URL": url}
+            return subprocess.run([str(filepuff_binary()), "--root", str(root), "graph", "index", "--json", "--calls",
+                                   "syntax"], capture_output=True, text=True, timeout=120, env=env)
+
+        trusted = graph_index(f"{database}?sslmode=require&sslrootcert={server.ca_cert}")
+        assert trusted.returncode == 0, trusted.stderr
+        assert json.loads(trusted.stdout)["total_components"] == 3
+        assert server.psql("SELECT count(*) FROM components", database=database.rsplit("/", 1)[1]).strip() == "3"
+        untrusted = graph_index(f"{database}?sslmode=require")
+        assert untrusted.returncode == 2 and "7001" in untrusted.stderr
+        assert "certificate" in untrusted.stderr.lower(), untrusted.stderr
+        plain = graph_index(database)
+        assert plain.returncode == 2 and "no pg_hba.conf entry" in plain.stderr, plain.stderr
+        for done in (trusted, untrusted, plain):
+            assert server.password not in done.stdout + done.stderr
+    finally:
+        server.stop()
