@@ -188,7 +188,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         GraphError::Open { path, message: detail } => ToolError::new(
             ErrorCode::GraphStoreUnavailable,
             message,
-            "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database; the default is .filepuff/graph.db under the root.",
+            "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database (the default is .filepuff/graph.db under the root); for PostgreSQL ([graph] store or FILEPUFF_GRAPH_URL) check the server, the login and context.detail.",
         )
         .with("path", path.display().to_string())
         .with("detail", detail),
