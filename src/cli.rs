@@ -499,6 +499,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Doctor { json } => {
             let reports = crate::backends::doctor(engine.backends());
             print_output(&reports, json, render_doctor);
+            // The JSON stays the list of servers (editors read it); the text adds the graph.
+            if !json {
+                println!("{}", graph_doctor_line(&engine));
+            }
             ExitCode::from(EXIT_OK)
         }
         Command::Rename(args) => match position_params(&args.position) {
@@ -564,6 +568,28 @@ fn finish_write(result: std::io::Result<()>) -> ExitCode {
             eprintln!("filepuff: cannot write the output: {err}");
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// Which graph store is in use and whether it is reachable. A PostgreSQL store is connected to
+/// (and migrated, as on any first use); the SQLite file is only looked at, not created.
+fn graph_doctor_line(engine: &Engine) -> String {
+    let location = engine.graph_location();
+    if engine.graph_url().is_none() {
+        let state = match engine.graph_path() {
+            Ok(path) if path.is_file() => "exists".to_owned(),
+            Ok(_) => "not created yet (on the first graph tool call)".to_owned(),
+            Err(err) => format!("unusable: {err}"),
+        };
+        return format!("graph store: sqlite {location} — {state}");
+    }
+    match engine.graph().and_then(|store| store.counts()) {
+        Ok((components, relationships)) => {
+            format!(
+                "graph store: postgres {location} — reachable, {components} components, {relationships} relationships"
+            )
+        }
+        Err(err) => format!("graph store: postgres {location} — unreachable: {err}"),
     }
 }
 

@@ -57,6 +57,13 @@ pub enum GraphCommand {
     Show { identifier: String },
     /// The implementation plan of everything not yet implemented (get_implementation_plan).
     Plan,
+    /// Copy this workspace's SQLite graph (ids, metadata, times, relationships, status history)
+    /// into an empty PostgreSQL database and verify the counts (exit 2 when they differ).
+    Migrate {
+        /// postgres://user:password@host:port/dbname (the password is never printed).
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// The `index` result as `--json` prints it.
@@ -180,6 +187,7 @@ pub fn run(engine: &Engine, args: GraphArgs) -> ExitCode {
             let params = graph::GetComponentParams { identifier, include_related: true };
             finish(graph::get_component(engine, params), json, render::get_component)
         }
+        GraphCommand::Migrate { to } => migrate(engine, &to, json),
         GraphCommand::Plan => {
             let params = graph::ImplementationPlanParams { component_ids: None, dependencies_depth: None };
             finish(graph::get_implementation_plan(engine, params), json, render::get_implementation_plan)
@@ -223,7 +231,7 @@ fn index(engine: &Engine, paths: &[String], calls: Option<&str>) -> Result<Index
         crate::graph::index::index(&store, workspace, engine.documents(), engine.backends(), &resolved, &options)
             .map_err(|err| crate::tools::graph::graph_error(err, engine))?;
     Ok(IndexOutput {
-        database: store.path().display().to_string(),
+        database: store.location(),
         files_analyzed: report.files_analyzed,
         files_skipped: report.files_skipped,
         files_removed: report.files_removed,
@@ -253,6 +261,69 @@ fn index(engine: &Engine, paths: &[String], calls: Option<&str>) -> Result<Index
         total_calls_lsp: report.total_calls_lsp,
         total_calls_syntax: report.total_calls_syntax,
     })
+}
+
+/// `graph migrate --to URL`: the SQLite graph of the workspace into the PostgreSQL database.
+fn migrate(engine: &Engine, url: &str, json: bool) -> ExitCode {
+    use crate::graph::{GraphStore, migrate};
+    let opened = engine
+        .graph_path()
+        .and_then(|path| GraphStore::open(&path))
+        .and_then(|from| Ok((from, GraphStore::open_postgres(url)?)));
+    let (from, to) = match opened {
+        Ok(stores) => stores,
+        Err(err) => return report_error(&crate::tools::graph::graph_error(err, engine), json),
+    };
+    let copied = match migrate::copy(&from, &to) {
+        Ok(copied) => copied,
+        Err(err) => return report_error(&crate::tools::graph::graph_error(err, engine), json),
+    };
+    let output = MigrateOutput {
+        from: from.location(),
+        to: to.location(),
+        verified: copied.verified(),
+        tables: copied
+            .source
+            .0
+            .iter()
+            .zip(&copied.target.0)
+            .map(|((table, source), (_, target))| MigrateTable { table, source: *source, target: *target })
+            .collect(),
+    };
+    print_output(&output, json, |o: &MigrateOutput| {
+        let mut out = format!("copied {} -> {}\n", o.from, o.to);
+        for t in &o.tables {
+            out.push_str(&format!(
+                "  {:<15} {:>8} -> {:>8}{}\n",
+                t.table,
+                t.source,
+                t.target,
+                if t.source == t.target { "" } else { "  DIFFERS" }
+            ));
+        }
+        out.push_str(if o.verified { "counts verified\n" } else { "COUNTS DIFFER\n" });
+        out
+    });
+    ExitCode::from(if output.verified { EXIT_OK } else { EXIT_ERROR })
+}
+
+/// The `migrate` result as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct MigrateOutput {
+    /// The SQLite file.
+    from: String,
+    /// The PostgreSQL URL without its password.
+    to: String,
+    /// Every table has as many rows in the target as in the source.
+    verified: bool,
+    tables: Vec<MigrateTable>,
+}
+
+#[derive(Debug, Serialize)]
+struct MigrateTable {
+    table: &'static str,
+    source: usize,
+    target: usize,
 }
 
 fn graph_store(engine: &Engine) -> Result<std::sync::Arc<crate::graph::GraphStore>, ToolError> {

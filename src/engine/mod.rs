@@ -284,6 +284,27 @@ impl Engine {
         })
     }
 
+    /// The PostgreSQL URL of the graph when it is not the SQLite file: `FILEPUFF_GRAPH_URL`, else
+    /// `[graph] store`; `None` (the SQLite default) when neither is set or both are empty.
+    pub fn graph_url(&self) -> Option<String> {
+        std::env::var("FILEPUFF_GRAPH_URL")
+            .ok()
+            .or_else(|| self.workspace.config().graph.store.clone())
+            .filter(|url| !url.trim().is_empty())
+    }
+
+    /// Where the graph is, for people: the SQLite file, or the PostgreSQL URL without its
+    /// password.
+    pub fn graph_location(&self) -> String {
+        match self.graph_url() {
+            Some(url) => crate::graph::redact_url(&url),
+            None => match self.graph_path() {
+                Ok(path) => path.display().to_string(),
+                Err(_) => self.workspace.config().graph.path.display().to_string(),
+            },
+        }
+    }
+
     /// The knowledge graph store, opened (and migrated) on first use. A failed open is not
     /// remembered: the next call tries again.
     ///
@@ -294,7 +315,10 @@ impl Engine {
         if let Some(store) = slot.as_ref() {
             return Ok(store.clone());
         }
-        let store = Arc::new(GraphStore::open(&self.graph_path()?)?);
+        let store = match self.graph_url() {
+            Some(url) => Arc::new(GraphStore::open_postgres(&url)?),
+            None => Arc::new(GraphStore::open(&self.graph_path()?)?),
+        };
         *slot = Some(store.clone());
         Ok(store)
     }

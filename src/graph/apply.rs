@@ -10,13 +10,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use super::analyze::{FileAnalysis, NamedLink, SourceRef};
+use super::db::{Db, sql_params};
 use super::source::{self, Stored};
 use super::store::{
-    NOW, SourceSlice, dir_of, fts_replace, insert_component, insert_relationship, metadata_text, name_terms,
+    SourceSlice, dir_of, fts_replace, insert_component, insert_relationship, metadata_text, name_terms, now_sql,
 };
 use super::{ComponentType, GraphError, NewComponent, RelationshipType, Status};
 
@@ -93,11 +93,12 @@ pub enum Anchor<'a> {
 /// resolve by name once every file of the batch is in. With `keep_calls_from` (a server name),
 /// a file whose text is unchanged and whose calls came from that server keeps them.
 pub fn apply(
-    conn: &Connection,
+    conn: &dyn Db,
     analysis: &FileAnalysis,
     anchor: Anchor<'_>,
     keep_calls_from: Option<&str>,
 ) -> Result<Applied, GraphError> {
+    super::pg::lock_analysis(conn)?;
     let mut counts = ApplyCounts::default();
     let language = analysis.language.name();
     let path = analysis.file_path.as_str();
@@ -131,13 +132,13 @@ pub fn apply(
     // Relationships this file's analysis made last time are rebuilt from scratch (type codes:
     // `calls` 1, `contains` 3), except kept calls. A `contains` edge from a type here to a
     // method in another file (Go) is kept: that file's analysis made it.
-    conn.prepare_cached(
+    conn.execute(
         "WITH mine(seq) AS (SELECT seq FROM components WHERE id = ?1 UNION SELECT seq FROM components \
          WHERE origin = 'analysis' AND stable_key >= ?2 AND stable_key < ?3) \
-         DELETE FROM relationships WHERE origin = 1 AND source IN mine \
-         AND (type != 3 OR target IN mine) AND (type != 1 OR ?4 = 0)",
-    )?
-    .execute(params![file_id, key_low, key_high, kept_calls])?;
+         DELETE FROM relationships WHERE origin = 1 AND source IN (SELECT seq FROM mine) \
+         AND (type != 3 OR target IN (SELECT seq FROM mine)) AND (type != 1 OR NOT ?4)",
+        &sql_params![file_id.as_str(), key_low.as_str(), key_high.as_str(), kept_calls],
+    )?;
 
     let mut seen_keys: HashMap<String, usize> = HashMap::new();
     let mut keys = HashSet::new();
@@ -172,22 +173,20 @@ pub fn apply(
 
     // Components of this file that the new analysis no longer has.
     let stale: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
+        let rows = conn.query(
             "SELECT id, stable_key FROM components WHERE origin = 'analysis' AND stable_key >= ?1 AND stable_key < ?2",
+            &sql_params![key_low.as_str(), key_high.as_str()],
         )?;
-        let rows =
-            stmt.query_map([&key_low, &key_high], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
         let mut stale = Vec::new();
         for row in rows {
-            let (id, key) = row?;
-            if !keys.contains(&key) {
-                stale.push(id);
+            if !keys.contains(&row.text(1)?) {
+                stale.push(row.text(0)?);
             }
         }
         stale
     };
     for id in &stale {
-        conn.prepare_cached("DELETE FROM components WHERE id = ?1")?.execute([id])?;
+        conn.execute("DELETE FROM components WHERE id = ?1", &sql_params![id])?;
     }
     counts.removed += stale.len();
 
@@ -241,7 +240,8 @@ pub fn apply(
 /// same directory first; then the same file, then the same directory (a Go package, a Python package), then — for `inherits` and `implements` only — anywhere, when exactly one
 /// component of a fitting type carries the name. Ambiguous and unknown names are dropped.
 /// Returns the number of relationships written.
-pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, GraphError> {
+pub fn resolve(conn: &dyn Db, pending: &[PendingLink]) -> Result<usize, GraphError> {
+    super::pg::lock_analysis(conn)?;
     let mut written = 0;
     for pending_link in pending {
         let types: &[&str] = match pending_link.relationship_type {
@@ -300,23 +300,25 @@ pub fn resolve(conn: &Connection, pending: &[PendingLink]) -> Result<usize, Grap
 /// The member of `container` named `name` in the same directory (a call from `Reader.Read` to
 /// `readRecord` prefers `Reader.readRecord`; Go methods of one type spread over a package).
 fn find_sibling(
-    conn: &Connection,
+    conn: &dyn Db,
     container: &str,
     name: &str,
     file_path: &str,
     exclude: &str,
 ) -> Result<Option<String>, GraphError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id FROM components WHERE dir = ?2 AND name = ?4 AND qualified_name = ?1 AND id != ?3 LIMIT 2",
-    )?;
-    let ids: Vec<String> = stmt
-        .query_map(params![format!("{container}.{name}"), dir_of(file_path), exclude, name], |row| row.get(0))?
+    let ids: Vec<String> = conn
+        .query(
+            "SELECT id FROM components WHERE dir = ?2 AND name = ?4 AND qualified_name = ?1 AND id != ?3 LIMIT 2",
+            &sql_params![format!("{container}.{name}"), dir_of(file_path), exclude, name],
+        )?
+        .iter()
+        .map(|row| row.text(0))
         .collect::<Result<_, _>>()?;
     Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
 }
 
 fn find_by_name(
-    conn: &Connection,
+    conn: &dyn Db,
     name: &str,
     types: &[&str],
     file_path: &str,
@@ -326,19 +328,24 @@ fn find_by_name(
     let type_list: Vec<String> = types.iter().map(|t| format!("'{t}'")).collect();
     let type_list = type_list.join(", ");
     // `dir = ?3` first in each scope so SQLite searches the (dir, name) index, not every component
-    // of a large file.
+    // of a large file. Every scope names every parameter (PostgreSQL types each from its use).
     let scopes: &[&str] = if anywhere {
-        &["dir = ?3 AND file_path = ?2", "dir = ?3", "1"]
+        &[
+            "dir = ?3 AND file_path = ?2",
+            "dir = ?3 AND CAST(?2 AS TEXT) IS NOT NULL",
+            "CAST(?3 AS TEXT) IS NOT NULL AND CAST(?2 AS TEXT) IS NOT NULL",
+        ]
     } else {
-        &["dir = ?3 AND file_path = ?2", "dir = ?3"]
+        &["dir = ?3 AND file_path = ?2", "dir = ?3 AND CAST(?2 AS TEXT) IS NOT NULL"]
     };
     for scope in scopes {
         let sql = format!(
             "SELECT id FROM components WHERE name = ?1 AND type IN ({type_list}) AND {scope} AND id != ?4 LIMIT 2"
         );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let ids: Vec<String> = stmt
-            .query_map(params![name, file_path, dir_of(file_path), exclude.unwrap_or("")], |row| row.get(0))?
+        let ids: Vec<String> = conn
+            .query(&sql, &sql_params![name, file_path, dir_of(file_path), exclude.unwrap_or("")])?
+            .iter()
+            .map(|row| row.text(0))
             .collect::<Result<_, _>>()?;
         match ids.len() {
             0 => continue,
@@ -350,7 +357,7 @@ fn find_by_name(
 }
 
 pub(crate) fn link(
-    conn: &Connection,
+    conn: &dyn Db,
     source: &str,
     target: &str,
     kind: RelationshipType,
@@ -359,9 +366,7 @@ pub(crate) fn link(
     if source == target {
         return Ok(0);
     }
-    let before = conn.total_changes();
-    insert_relationship(conn, source, target, kind, metadata, "analysis")?;
-    Ok(usize::from(conn.total_changes() > before))
+    insert_relationship(conn, source, target, kind, metadata, "analysis")
 }
 
 /// A stored component as [`upsert`] compares it.
@@ -384,7 +389,7 @@ type SliceContext<'a> = Option<(SourceSlice, &'a Stored, &'a str)>;
 /// Inserts or updates the component with `stable_key`; returns its id. With `context` its code is
 /// stored as a range of its source (and compared with its previous range of the previous text).
 fn upsert(
-    conn: &Connection,
+    conn: &dyn Db,
     component: &NewComponent,
     stable_key: &str,
     qualified_name: &str,
@@ -392,31 +397,31 @@ fn upsert(
     context: SliceContext<'_>,
 ) -> Result<String, GraphError> {
     let existing: Option<StoredRow> = conn
-        .prepare_cached(
+        .query_opt(
             "SELECT id, seq, code_text, description, start_line, end_line, type, metadata, source_seq, start_byte, \
              end_byte FROM components WHERE stable_key = ?1",
+            &sql_params![stable_key],
         )?
-        .query_row([stable_key], |row| {
-            let slice =
-                match (row.get::<_, Option<i64>>(8)?, row.get::<_, Option<i64>>(9)?, row.get::<_, Option<i64>>(10)?) {
-                    (Some(source_seq), Some(start), Some(end)) => {
-                        Some(SourceSlice { source_seq, start_byte: start as usize, end_byte: end as usize })
-                    }
-                    _ => None,
-                };
-            Ok(StoredRow {
-                id: row.get(0)?,
-                seq: row.get(1)?,
-                code_text: row.get(2)?,
-                description: row.get(3)?,
-                start_line: row.get(4)?,
-                end_line: row.get(5)?,
-                kind: row.get(6)?,
-                metadata: row.get(7)?,
+        .map(|row| {
+            let slice = match (row.opt_int(8)?, row.opt_int(9)?, row.opt_int(10)?) {
+                (Some(source_seq), Some(start), Some(end)) => {
+                    Some(SourceSlice { source_seq, start_byte: start as usize, end_byte: end as usize })
+                }
+                _ => None,
+            };
+            Ok::<_, GraphError>(StoredRow {
+                id: row.text(0)?,
+                seq: row.int(1)?,
+                code_text: row.text(2)?,
+                description: row.text(3)?,
+                start_line: row.opt_u32(4)?,
+                end_line: row.opt_u32(5)?,
+                kind: row.text(6)?,
+                metadata: row.text(7)?,
                 slice,
             })
         })
-        .optional()?;
+        .transpose()?;
     let new_slice = context.map(|(slice, _, _)| slice);
     let Some(old) = existing else {
         counts.added += 1;
@@ -444,26 +449,29 @@ fn upsert(
     let relocated = old.slice != new_slice;
     if content_changed || moved || relocated {
         let stored_code = if new_slice.is_some() { "" } else { component.code_text.as_str() };
-        conn.prepare_cached(&format!(
-            "UPDATE components SET code_text = ?2, description = ?3, start_line = ?4, end_line = ?5, type = ?6, \
-             metadata = ?7, language = ?8, source_seq = ?9, start_byte = ?10, end_byte = ?11, \
-             last_modified = CASE WHEN ?13 THEN {NOW} ELSE last_modified END, version = version + ?12 WHERE id = ?1"
-        ))?
-        .execute(params![
-            old.id,
-            stored_code,
-            component.description,
-            component.start_line,
-            component.end_line,
-            component.component_type.as_str(),
-            metadata_now,
-            component.language,
-            new_slice.map(|s| s.source_seq),
-            new_slice.map(|s| s.start_byte as i64),
-            new_slice.map(|s| s.end_byte as i64),
-            i64::from(content_changed),
-            content_changed || moved,
-        ])?;
+        conn.execute(
+            &format!(
+                "UPDATE components SET code_text = ?2, description = ?3, start_line = ?4, end_line = ?5, type = ?6, \
+                 metadata = ?7, language = ?8, source_seq = ?9, start_byte = ?10, end_byte = ?11, \
+                 last_modified = CASE WHEN ?13 THEN {} ELSE last_modified END, version = version + ?12 WHERE id = ?1",
+                now_sql(conn)
+            ),
+            &sql_params![
+                old.id.as_str(),
+                stored_code,
+                component.description.as_str(),
+                component.start_line,
+                component.end_line,
+                component.component_type.as_str(),
+                metadata_now.as_str(),
+                component.language.as_deref(),
+                new_slice.map(|s| s.source_seq),
+                new_slice.map(|s| s.start_byte as i64),
+                new_slice.map(|s| s.end_byte as i64),
+                i64::from(content_changed),
+                content_changed || moved,
+            ],
+        )?;
         if content_changed || kind_changed {
             let terms =
                 name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
@@ -481,14 +489,10 @@ fn upsert(
 }
 
 /// The module component for an import (created on first use; shared by every importer).
-fn upsert_module(conn: &Connection, module: &str, language: &str) -> Result<String, GraphError> {
+fn upsert_module(conn: &dyn Db, module: &str, language: &str) -> Result<String, GraphError> {
     let key = format!("module:{language}:{module}");
-    if let Some(id) = conn
-        .prepare_cached("SELECT id FROM components WHERE stable_key = ?1")?
-        .query_row([&key], |row| row.get::<_, String>(0))
-        .optional()?
-    {
-        return Ok(id);
+    if let Some(row) = conn.query_opt("SELECT id FROM components WHERE stable_key = ?1", &sql_params![key.as_str()])? {
+        return row.text(0);
     }
     let mut component = NewComponent::new(module, ComponentType::Module);
     component.status = Status::Implemented;

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::db::{Db, sql_params};
 use futures::StreamExt;
 use lsp_types::request::{
     CallHierarchyOutgoingCalls, CallHierarchyPrepare, DocumentSymbolRequest, References, Request,
@@ -33,7 +34,6 @@ use lsp_types::{
     TextDocumentIdentifier, TextDocumentPositionParams, Url,
 };
 use ropey::Rope;
-use rusqlite::Connection;
 use serde_json::json;
 
 use super::apply::link;
@@ -511,7 +511,7 @@ impl<'w> CallTargets<'w> {
     /// a function or method) of `uri` whose lines contain the 0-based `line`.
     pub fn component_at(
         &mut self,
-        conn: &Connection,
+        conn: &dyn Db,
         uri: &Url,
         line: u32,
         callables_only: bool,
@@ -524,14 +524,18 @@ impl<'w> CallTargets<'w> {
             .clone();
         let Some(path) = path else { return Ok(None) };
         if !self.ranges.contains_key(&path) {
-            let mut stmt = conn.prepare_cached(
+            let found = conn.query(
                 "SELECT start_line, end_line, id, type IN ('function', 'method') FROM components \
                  WHERE file_path = ?1 AND origin = 'analysis' AND type NOT IN ('file', 'module') \
                  AND start_line IS NOT NULL AND end_line IS NOT NULL",
+                &sql_params![path.as_str()],
             )?;
-            let rows: Vec<(u32, u32, String, bool)> = stmt
-                .query_map([&path], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
-                .collect::<Result<_, _>>()?;
+            let mut rows: Vec<(u32, u32, String, bool)> = Vec::with_capacity(found.len());
+            for row in found {
+                if let (Some(start), Some(end)) = (row.opt_u32(0)?, row.opt_u32(1)?) {
+                    rows.push((start, end, row.text(2)?, row.opt_bool(3)?.unwrap_or(false)));
+                }
+            }
             self.ranges.insert(path.clone(), rows);
         }
         let line = position::one_based(line);
@@ -547,7 +551,7 @@ impl<'w> CallTargets<'w> {
 /// its component; calls whose ends are not analysed components are left out) and records that
 /// the file's calls came from that server. Returns the relationships written.
 pub fn write_file_calls(
-    conn: &Connection,
+    conn: &dyn Db,
     targets: &mut CallTargets<'_>,
     relative: &str,
     calls: &FileCalls,
@@ -661,7 +665,7 @@ mod tests {
         );
         // References of shout: the one in `run` is a call; the one in VALUE's initialiser is not
         // inside a function.
-        store.write(|tx| Ok(tx.execute("DELETE FROM relationships WHERE type = 1", [])?)).unwrap();
+        store.write(|tx| tx.execute("DELETE FROM relationships WHERE type = 1", &[])).unwrap();
         let references = calls(
             CallsMethod::References,
             vec![call("app/main.py", 2, "lib/text.py", 0), call("app/main.py", 6, "lib/text.py", 0)],
@@ -670,9 +674,7 @@ mod tests {
         assert_eq!(edges(&references), [("run".to_owned(), "shout".to_owned(), via)]);
         let kept: Option<String> = store
             .read(|conn| {
-                Ok(conn.query_row("SELECT calls_from FROM sources WHERE source_key = 'app/main.py'", [], |row| {
-                    row.get(0)
-                })?)
+                conn.query_one("SELECT calls_from FROM sources WHERE source_key = 'app/main.py'", &[])?.opt_text(0)
             })
             .unwrap();
         assert_eq!(kept.as_deref(), Some("lsp:pyls"));

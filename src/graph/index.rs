@@ -217,16 +217,19 @@ pub fn index(
             }
         }
         // Files indexed before under these roots that the walk no longer finds.
-        let mut stmt =
-            tx.prepare_cached("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'")?;
-        let indexed: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+        let indexed: Vec<String> = tx
+            .query("SELECT DISTINCT file_path FROM components WHERE origin = 'analysis' AND type = 'file'", &[])?
+            .iter()
+            .filter_map(|row| row.opt_text(0).transpose())
+            .collect::<Result<_, _>>()?;
         for path in indexed {
             let under =
                 roots.iter().any(|root| root.is_empty() || path == *root || path.starts_with(&format!("{root}/")));
             if under && !seen.contains(path.as_str()) {
-                let removed = tx
-                    .prepare_cached("DELETE FROM components WHERE origin = 'analysis' AND file_path = ?1")?
-                    .execute([&path])?;
+                let removed = tx.execute(
+                    "DELETE FROM components WHERE origin = 'analysis' AND file_path = ?1",
+                    &crate::graph::db::sql_params![path.as_str()],
+                )?;
                 report.counts.removed += removed;
                 report.files_removed += 1;
             }

@@ -21,18 +21,22 @@ pub mod analyze;
 pub mod apply;
 pub mod budget;
 pub mod calls;
+pub(crate) mod db;
 mod doc_text;
 pub mod index;
+pub mod migrate;
+mod pg;
 pub mod plan;
 mod schema;
 pub mod search;
 mod source;
 mod store;
 
+pub use pg::redact_url;
 pub use store::GraphStore;
 
 /// Deletes stored sources no component uses any more (see [`source`]).
-pub(crate) fn delete_unused_sources(conn: &rusqlite::Connection) -> Result<usize, GraphError> {
+pub(crate) fn delete_unused_sources(conn: &dyn db::Db) -> Result<usize, GraphError> {
     source::delete_unused(conn)
 }
 
@@ -223,6 +227,9 @@ impl NewComponent {
 /// Fields of a component to change; `None` keeps the stored value.
 #[derive(Debug, Clone, Default)]
 pub struct ComponentChanges {
+    /// The version the change is based on: refused with [`GraphError::VersionConflict`] when
+    /// the component is at another one (like `expected_hash` for edits). `None`: unconditional.
+    pub expected_version: Option<i64>,
     pub code_text: Option<String>,
     pub status: Option<Status>,
     pub description: Option<String>,
@@ -272,7 +279,12 @@ pub enum GraphError {
     /// Another process held the write lock for longer than the busy timeout.
     #[error("the graph store is busy (locked by another writer): {message}")]
     Busy { message: String },
-    /// Any other SQLite failure (disk full, corruption, I/O).
+    /// A change based on `expected` version of a component that is at `current` now (another
+    /// writer changed it since it was read); nothing was written.
+    #[error("component {id} is at version {current}, not the expected {expected}")]
+    VersionConflict { id: String, expected: i64, current: i64 },
+    /// Any other store failure (SQLite: disk full, corruption, I/O; PostgreSQL: the server's
+    /// error).
     #[error("graph store failure: {message}")]
     Storage { message: String },
     /// The walk of `graph index` could not be built (an invalid `[walk] exclude` entry): the

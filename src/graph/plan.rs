@@ -65,8 +65,6 @@ impl GraphStore {
             let mut visited: HashSet<String> = HashSet::from([id.to_owned()]);
             let mut queue = VecDeque::from([(id.to_owned(), 0usize)]);
             let mut out = Vec::new();
-            let mut brief =
-                conn.prepare_cached(&format!("SELECT {BRIEF_COLUMNS} FROM components c WHERE c.id = ?1"))?;
             while let Some((current, level)) = queue.pop_front() {
                 if level >= depth {
                     continue;
@@ -83,7 +81,11 @@ impl GraphStore {
                     if out.len() >= MAX_RELATED {
                         return Ok((out, true));
                     }
-                    let component = brief.query_row([&next], component_from_row)?;
+                    let row = conn.query_one(
+                        &format!("SELECT {BRIEF_COLUMNS} FROM components c WHERE c.id = ?1"),
+                        &crate::graph::db::sql_params![next.as_str()],
+                    )?;
+                    let component = component_from_row(&row)?;
                     out.push(Related {
                         component,
                         depth: level + 1,

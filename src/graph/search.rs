@@ -10,8 +10,7 @@
 //! [`NAME_WEIGHT`], description × [`DESCRIPTION_WEIGHT`], code × [`CODE_WEIGHT`])`, higher is
 //! better; ties by name.
 
-use rusqlite::params_from_iter;
-
+use super::db::{Dialect, sql_params};
 use super::store::{GraphStore, INLINE_CODE_COLUMNS, component_from_row};
 use super::{Component, ComponentType, GraphError, split_identifier};
 
@@ -66,19 +65,23 @@ impl GraphStore {
             let list: Vec<String> = types.iter().map(|t| format!("'{}'", t.as_str())).collect();
             format!("AND c.type IN ({})", list.join(", "))
         };
-        let sql = format!(
-            "SELECT {INLINE_CODE_COLUMNS}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
-             FROM components_fts JOIN components c ON c.seq = components_fts.rowid \
-             WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2"
-        );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params_from_iter([rusqlite::types::Value::from(fts), limit.into()]), |row| {
-                let rank: f64 = row.get(21)?;
-                Ok(SearchHit { component: component_from_row(row)?, score: (-rank * 1e4).round() / 1e4 })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            if conn.dialect() == Dialect::Postgres {
+                return super::pg::search(conn, query, &type_filter, limit);
+            }
+            let sql = format!(
+                "SELECT {INLINE_CODE_COLUMNS}, bm25(components_fts, {NAME_WEIGHT}, {DESCRIPTION_WEIGHT}, {CODE_WEIGHT}) AS rank \
+                 FROM components_fts JOIN components c ON c.seq = components_fts.rowid \
+                 WHERE components_fts MATCH ?1 {type_filter} ORDER BY rank, c.name, c.seq LIMIT ?2"
+            );
+            conn.query(&sql, &sql_params![fts, limit])?
+                .iter()
+                .map(|row| {
+                    let rank = row.real(21)?;
+                    Ok(SearchHit { component: component_from_row(row)?, score: (-rank * 1e4).round() / 1e4 })
+                })
+                .collect()
         })
     }
 }

@@ -12,9 +12,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use super::GraphError;
+use super::db::{Db, sql_params};
 
 /// Deflate level: 6 is zlib's default, within a few percent of 9 on source code at about a
 /// third of the time.
@@ -98,49 +97,52 @@ pub struct Stored {
 
 /// Stores `text` as the source `key` (inserting or replacing it; `calls_from` is cleared when
 /// the text changed) and says what was there before.
-pub fn store(conn: &Connection, key: &str, text: &str) -> Result<Stored, GraphError> {
+pub fn store(conn: &dyn Db, key: &str, text: &str) -> Result<Stored, GraphError> {
     let digest = digest(text);
-    let existing: Option<(i64, i64, Option<String>)> = conn
-        .prepare_cached("SELECT source_seq, digest, calls_from FROM sources WHERE source_key = ?1")?
-        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-        .optional()?;
+    let existing = conn
+        .query_opt("SELECT source_seq, digest, calls_from FROM sources WHERE source_key = ?1", &sql_params![key])?
+        .map(|row| Ok::<_, GraphError>((row.int(0)?, row.int(1)?, row.opt_text(2)?)))
+        .transpose()?;
     match existing {
         Some((source_seq, old_digest, calls_from)) if old_digest == digest => {
             Ok(Stored { source_seq, unchanged: true, previous_text: None, calls_from })
         }
         Some((source_seq, _, calls_from)) => {
-            let old: Vec<u8> = conn
-                .prepare_cached("SELECT deflated FROM sources WHERE source_seq = ?1")?
-                .query_row([source_seq], |row| row.get(0))?;
-            conn.prepare_cached(
+            let old = conn
+                .query_one("SELECT deflated FROM sources WHERE source_seq = ?1", &sql_params![source_seq])?
+                .blob(0)?;
+            conn.execute(
                 "UPDATE sources SET deflated = ?2, digest = ?3, calls_from = NULL WHERE source_seq = ?1",
-            )?
-            .execute(params![source_seq, deflate(text), digest])?;
+                &sql_params![source_seq, deflate(text), digest],
+            )?;
             Ok(Stored { source_seq, unchanged: false, previous_text: Some(inflate(&old)), calls_from })
         }
         None => {
-            conn.prepare_cached("INSERT INTO sources (source_key, deflated, digest) VALUES (?1, ?2, ?3)")?
-                .execute(params![key, deflate(text), digest])?;
-            Ok(Stored { source_seq: conn.last_insert_rowid(), unchanged: false, previous_text: None, calls_from: None })
+            let source_seq = conn
+                .query_one(
+                    "INSERT INTO sources (source_key, deflated, digest) VALUES (?1, ?2, ?3) RETURNING source_seq",
+                    &sql_params![key, deflate(text), digest],
+                )?
+                .int(0)?;
+            Ok(Stored { source_seq, unchanged: false, previous_text: None, calls_from: None })
         }
     }
 }
 
 /// Records where the calls of source `key` came from.
-pub fn set_calls_from(conn: &Connection, key: &str, calls_from: &str) -> Result<(), GraphError> {
-    conn.prepare_cached("UPDATE sources SET calls_from = ?2 WHERE source_key = ?1")?.execute([key, calls_from])?;
+pub fn set_calls_from(conn: &dyn Db, key: &str, calls_from: &str) -> Result<(), GraphError> {
+    conn.execute("UPDATE sources SET calls_from = ?2 WHERE source_key = ?1", &sql_params![key, calls_from])?;
     Ok(())
 }
 
 /// Deletes the sources no component refers to any more (files that vanished, replaced
 /// analyses). Returns how many.
-pub fn delete_unused(conn: &Connection) -> Result<usize, GraphError> {
-    Ok(conn
-        .prepare_cached(
-            "DELETE FROM sources WHERE source_seq NOT IN \
-             (SELECT source_seq FROM components WHERE source_seq IS NOT NULL)",
-        )?
-        .execute([])?)
+pub fn delete_unused(conn: &dyn Db) -> Result<usize, GraphError> {
+    conn.execute(
+        "DELETE FROM sources WHERE source_seq NOT IN \
+         (SELECT source_seq FROM components WHERE source_seq IS NOT NULL)",
+        &[],
+    )
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@ use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior};
 use serde_json::Value;
 
+use super::db::{Db, Dialect, SqlRow, sql_params};
+use super::pg::PgStore;
 use super::schema::{self, Migrated, SCHEMA_VERSION};
 use super::{
     Component, ComponentChanges, ComponentType, GraphError, NewComponent, Relationship, RelationshipType, Status,
@@ -24,7 +26,12 @@ use super::{
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The SQL expression for "now" as ISO 8601 UTC with milliseconds.
-pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+pub(crate) fn now_sql(db: &dyn Db) -> &'static str {
+    match db.dialect() {
+        Dialect::Sqlite => "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+        Dialect::Postgres => "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+    }
+}
 
 /// Columns of a full component row, in [`component_from_row`] order: the stored columns, then
 /// where analysed code lives (its source, deflated, with the source's key and digest, and the
@@ -48,16 +55,36 @@ pub(crate) const INLINE_CODE_COLUMNS: &str = "c.id, c.name, c.qualified_name, c.
      c.metadata, c.origin, NULL, NULL, NULL, NULL, NULL";
 
 /// `created_at` of a relationship (Unix milliseconds) as ISO 8601 UTC with milliseconds.
-const RELATIONSHIP_CREATED: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at / 1000.0, 'unixepoch')";
+fn relationship_created(db: &dyn Db) -> &'static str {
+    match db.dialect() {
+        Dialect::Sqlite => "strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at / 1000.0, 'unixepoch')",
+        Dialect::Postgres => {
+            "to_char(to_timestamp(r.created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        }
+    }
+}
 
 /// Unix milliseconds now, as SQL.
-const NOW_MS: &str = "CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)";
+fn now_ms_sql(db: &dyn Db) -> &'static str {
+    match db.dialect() {
+        Dialect::Sqlite => "CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)",
+        Dialect::Postgres => "CAST(round(extract(epoch FROM clock_timestamp()) * 1000) AS BIGINT)",
+    }
+}
+
+/// Where a graph lives: an SQLite file (the default) or a PostgreSQL database shared by a team.
+#[derive(Debug)]
+enum Backend {
+    /// One connection behind a mutex (WAL; several processes share the file).
+    Sqlite { path: PathBuf, conn: Mutex<Connection> },
+    /// A connection pool; see [`super::pg`].
+    Postgres(PgStore),
+}
 
 /// The graph database of one workspace.
 #[derive(Debug)]
 pub struct GraphStore {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    backend: Backend,
 }
 
 impl GraphStore {
@@ -67,53 +94,109 @@ impl GraphStore {
     /// Errors: [`GraphError::Open`] when the file cannot be created or is not a database;
     /// [`GraphError::SchemaTooNew`] when a newer filepuff wrote it.
     pub fn open(path: &Path) -> Result<GraphStore, GraphError> {
-        let open_error = |message: String| GraphError::Open { path: path.to_path_buf(), message };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|err| open_error(err.to_string()))?;
+        // Two processes creating the file at once: switching a new database to WAL takes a lock
+        // SQLite's busy handler does not wait for ("database is locked"); try again within the
+        // busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match GraphStore::open_once(path) {
+                Err((true, _)) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                outcome => return outcome.map_err(|(_, err)| err),
+            }
         }
-        let mut conn = Connection::open(path).map_err(|err| open_error(err.to_string()))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(|err| open_error(err.to_string()))?;
+    }
+
+    /// One attempt of [`GraphStore::open`]; the flag says whether it failed on another
+    /// connection's lock.
+    fn open_once(path: &Path) -> Result<GraphStore, (bool, GraphError)> {
+        let open_error =
+            |err: &dyn ToString| (false, GraphError::Open { path: path.to_path_buf(), message: err.to_string() });
+        let sqlite_error = |err: rusqlite::Error| {
+            let busy = matches!(
+                err.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            );
+            (busy, GraphError::Open { path: path.to_path_buf(), message: err.to_string() })
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|err| open_error(&err))?;
+        }
+        let mut conn = Connection::open(path).map_err(sqlite_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sqlite_error)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite_error)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite_error)?;
         // A 32 MiB page cache and memory-mapped reads: indexing re-reads the same index pages
         // (stable keys, names) for every file.
-        conn.pragma_update(None, "cache_size", -32_768).map_err(|err| open_error(err.to_string()))?;
-        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(|err| open_error(err.to_string()))?;
-        match schema::migrate(&mut conn).map_err(|err| open_error(err.to_string()))? {
+        conn.pragma_update(None, "cache_size", -32_768).map_err(sqlite_error)?;
+        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024).map_err(sqlite_error)?;
+        match schema::migrate(&mut conn).map_err(sqlite_error)? {
             // A store written by an older filepuff was rewritten more compactly: give the freed
             // pages back to the file system (once; VACUUM needs no other writer meanwhile and
             // waits for one up to the busy timeout).
             Migrated::Current { applied, from } if applied > 0 && from > 0 => {
-                conn.execute_batch("VACUUM").map_err(|err| open_error(err.to_string()))?;
+                conn.execute_batch("VACUUM").map_err(sqlite_error)?;
             }
             Migrated::Current { .. } => {}
             Migrated::TooNew { found } => {
-                return Err(GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
+                let err = GraphError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION };
+                return Err((false, err));
             }
         }
-        Ok(GraphStore { path: path.to_path_buf(), conn: Mutex::new(conn) })
+        Ok(GraphStore { backend: Backend::Sqlite { path: path.to_path_buf(), conn: Mutex::new(conn) } })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Connects to the PostgreSQL database at `url` (`postgres://user:password@host:port/db`,
+    /// libpq's URL form) with a connection pool and brings its schema up to date (created on
+    /// first use). See [`super::pg`].
+    ///
+    /// Errors: [`GraphError::Open`] (bad URL, unreachable server, refused login; the message
+    /// never holds the password), [`GraphError::SchemaTooNew`].
+    pub fn open_postgres(url: &str) -> Result<GraphStore, GraphError> {
+        Ok(GraphStore { backend: Backend::Postgres(PgStore::open(url)?) })
     }
 
-    /// Runs `f` on the connection (reads; single statements).
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, GraphError>) -> Result<T, GraphError> {
-        let conn = self.conn.lock();
-        f(&conn)
+    /// Where the graph is, for people: the database file, or the PostgreSQL URL without its
+    /// password.
+    pub fn location(&self) -> String {
+        match &self.backend {
+            Backend::Sqlite { path, .. } => path.display().to_string(),
+            Backend::Postgres(pg) => pg.redacted_url().to_owned(),
+        }
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back
-    /// otherwise.
-    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, GraphError>) -> Result<T, GraphError> {
-        let mut conn = self.conn.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+    /// `sqlite` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sqlite { .. } => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Runs `f` on a connection (reads; single statements).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&dyn Db) -> Result<T, GraphError>) -> Result<T, GraphError> {
+        match &self.backend {
+            Backend::Sqlite { conn, .. } => {
+                let conn = conn.lock();
+                f(&*conn)
+            }
+            Backend::Postgres(pg) => pg.read(f),
+        }
+    }
+
+    /// Runs `f` in one transaction (SQLite: `BEGIN IMMEDIATE`), committed when `f` succeeds and
+    /// rolled back otherwise.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&dyn Db) -> Result<T, GraphError>) -> Result<T, GraphError> {
+        match &self.backend {
+            Backend::Sqlite { conn, .. } => {
+                let mut conn = conn.lock();
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let value = f(&*tx)?;
+                tx.commit()?;
+                Ok(value)
+            }
+            Backend::Postgres(pg) => pg.write(f),
+        }
     }
 
     /// Adds a component; returns its new id. Its first status goes into the history.
@@ -127,22 +210,24 @@ impl GraphStore {
     /// Errors: [`GraphError::NotFound`].
     pub fn update_component(&self, id: &str, changes: &ComponentChanges, notes: &str) -> Result<Component, GraphError> {
         self.write(|tx| {
-            let current = component_by_id(tx, id)?.ok_or_else(|| not_found(id))?;
+            let current = component_for_update(tx, id)?.ok_or_else(|| not_found(id))?;
+            check_version(&current, changes.expected_version)?;
             let description = changes.description.as_deref().unwrap_or(&current.description);
             let status = changes.status.unwrap_or(current.status);
             tx.execute(
                 &format!(
                     "UPDATE components SET description = ?2, status = ?3, version = version + 1, \
-                     last_modified = {NOW} WHERE id = ?1"
+                     last_modified = {} WHERE id = ?1",
+                    now_sql(tx)
                 ),
-                params![id, description, status.as_str()],
+                &sql_params![id, description, status.as_str()],
             )?;
             // New code is the component's own from now on (no longer a range of its source).
             if let Some(code_text) = &changes.code_text {
                 tx.execute(
                     "UPDATE components SET code_text = ?2, source_seq = NULL, start_byte = NULL, end_byte = NULL \
                      WHERE id = ?1",
-                    params![id, code_text],
+                    &sql_params![id, code_text],
                 )?;
             }
             if changes.code_text.is_some() || changes.description.is_some() {
@@ -166,15 +251,25 @@ impl GraphStore {
     /// Sets a component's status (bumping its version) and records the change with `notes`.
     /// Returns the previous status; setting the same status again still records a history entry.
     ///
-    /// Errors: [`GraphError::NotFound`].
-    pub fn update_status(&self, id: &str, status: Status, notes: &str) -> Result<Status, GraphError> {
+    /// With `expected_version`, the change is refused unless the component is at that version.
+    ///
+    /// Errors: [`GraphError::NotFound`], [`GraphError::VersionConflict`].
+    pub fn update_status(
+        &self,
+        id: &str,
+        status: Status,
+        notes: &str,
+        expected_version: Option<i64>,
+    ) -> Result<Status, GraphError> {
         self.write(|tx| {
-            let current = component_by_id(tx, id)?.ok_or_else(|| not_found(id))?;
+            let current = component_for_update(tx, id)?.ok_or_else(|| not_found(id))?;
+            check_version(&current, expected_version)?;
             tx.execute(
                 &format!(
-                    "UPDATE components SET status = ?2, version = version + 1, last_modified = {NOW} WHERE id = ?1"
+                    "UPDATE components SET status = ?2, version = version + 1, last_modified = {} WHERE id = ?1",
+                    now_sql(tx)
                 ),
-                params![id, status.as_str()],
+                &sql_params![id, status.as_str()],
             )?;
             record_status(tx, id, Some(current.status), status, notes)?;
             Ok(current.status)
@@ -196,14 +291,20 @@ impl GraphStore {
             if let Some(component) = component_by_id(conn, identifier)? {
                 return Ok(component);
             }
-            for condition in ["c.name = ?1", "c.qualified_name = ?1", "c.name = ?1 COLLATE NOCASE"] {
+            let nocase = match conn.dialect() {
+                Dialect::Sqlite => "c.name = ?1 COLLATE NOCASE",
+                Dialect::Postgres => "lower(c.name) = lower(?1)",
+            };
+            for condition in ["c.name = ?1", "c.qualified_name = ?1", nocase] {
                 let sql = format!(
                     "SELECT {COMPONENT_COLUMNS} FROM {COMPONENT_FROM} WHERE {condition} \
-                     ORDER BY c.file_path, c.start_line, c.seq LIMIT 21"
+                     ORDER BY c.file_path NULLS FIRST, c.start_line NULLS FIRST, c.seq LIMIT 21"
                 );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let found: Vec<Component> =
-                    stmt.query_map([identifier], component_from_row)?.collect::<Result<_, _>>()?;
+                let found: Vec<Component> = conn
+                    .query(&sql, &sql_params![identifier])?
+                    .iter()
+                    .map(component_from_row)
+                    .collect::<Result<_, _>>()?;
                 match found.len() {
                     0 => continue,
                     1 => return found.into_iter().next().ok_or_else(|| not_found(identifier)),
@@ -232,27 +333,37 @@ impl GraphStore {
     ) -> Result<(String, bool), GraphError> {
         self.write(|tx| {
             for id in [source_id, target_id] {
-                if component_by_id(tx, id)?.is_none() {
+                if seq_of(tx, id)?.is_none() {
                     return Err(not_found(id));
                 }
             }
-            let existing: Option<(i64, Vec<u8>)> = tx
-                .query_row(
-                    "SELECT r.seq, r.uid FROM relationships r WHERE r.source = (SELECT seq FROM components WHERE id = ?1) \
-                     AND r.type = ?3 AND r.target = (SELECT seq FROM components WHERE id = ?2)",
-                    params![source_id, target_id, type_code(relationship_type)],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()?;
-            if let Some((seq, uid)) = existing {
-                tx.execute(
-                    "UPDATE relationships SET metadata = ?2 WHERE seq = ?1",
-                    params![seq, stored_metadata(metadata)],
-                )?;
-                return Ok((uuid_text(&uid), false));
+            // Insert unless it exists (the unique key decides, also against a concurrent
+            // writer), then update the metadata of the one that was there.
+            let uid = new_uid(tx)?;
+            let inserted = tx.query_opt(
+                &format!(
+                    "INSERT INTO relationships (source, target, type, uid, metadata, origin, created_at) \
+                     SELECT s.seq, t.seq, ?3, ?4, ?5, 0, {} FROM components s, components t \
+                     WHERE s.id = ?1 AND t.id = ?2 ON CONFLICT DO NOTHING RETURNING uid",
+                    now_ms_sql(tx)
+                ),
+                &sql_params![
+                    source_id,
+                    target_id,
+                    type_code(relationship_type),
+                    uid.as_slice(),
+                    stored_metadata(metadata)
+                ],
+            )?;
+            if inserted.is_some() {
+                return Ok((uuid_text(&uid), true));
             }
-            let id = insert_relationship(tx, source_id, target_id, relationship_type, metadata, "manual")?;
-            Ok((id, true))
+            let existing = tx.query_one(
+                "UPDATE relationships SET metadata = ?4 WHERE source = (SELECT seq FROM components WHERE id = ?1) \
+                 AND type = ?3 AND target = (SELECT seq FROM components WHERE id = ?2) RETURNING uid",
+                &sql_params![source_id, target_id, type_code(relationship_type), stored_metadata(metadata)],
+            )?;
+            Ok((uuid_text(&existing.blob(0)?), false))
         })
     }
 
@@ -265,20 +376,20 @@ impl GraphStore {
     /// A component's status history, oldest first.
     pub fn status_history(&self, id: &str) -> Result<Vec<StatusChange>, GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
+            let rows = conn.query(
                 "SELECT old_status, new_status, notes, changed_at FROM status_history WHERE component_id = ?1 ORDER BY seq",
+                &sql_params![id],
             )?;
-            let rows = stmt.query_map([id], |row| {
-                let old: Option<String> = row.get(0)?;
-                let new: String = row.get(1)?;
-                Ok(StatusChange {
-                    old_status: old.as_deref().and_then(Status::parse),
-                    new_status: Status::parse(&new).unwrap_or(Status::Planned),
-                    notes: row.get(2)?,
-                    changed_at: row.get(3)?,
+            rows.iter()
+                .map(|row| {
+                    Ok(StatusChange {
+                        old_status: row.opt_text(0)?.as_deref().and_then(Status::parse),
+                        new_status: Status::parse(&row.text(1)?).unwrap_or(Status::Planned),
+                        notes: row.text(2)?,
+                        changed_at: row.text(3)?,
+                    })
                 })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+                .collect()
         })
     }
 
@@ -286,26 +397,31 @@ impl GraphStore {
     /// creation. For status reports and planning, which look at the whole graph.
     pub fn all_components_brief(&self) -> Result<Vec<Component>, GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {BRIEF_COLUMNS} FROM components c ORDER BY c.file_path IS NULL, c.file_path, c.start_line, c.seq"
-            ))?;
-            Ok(stmt.query_map([], component_from_row)?.collect::<Result<_, _>>()?)
+            conn.query(
+                &format!(
+                    "SELECT {BRIEF_COLUMNS} FROM components c \
+                     ORDER BY c.file_path IS NULL, c.file_path, c.start_line NULLS FIRST, c.seq"
+                ),
+                &[],
+            )?
+            .iter()
+            .map(component_from_row)
+            .collect()
         })
     }
 
     /// Every relationship (source, target, type), for planning.
     pub fn all_edges(&self) -> Result<Vec<(String, String, RelationshipType)>, GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
+            let rows = conn.query(
                 "SELECT s.id, t.id, r.type FROM relationships r JOIN components s ON s.seq = r.source \
                  JOIN components t ON t.seq = r.target ORDER BY r.seq",
+                &[],
             )?;
-            let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)?)))?;
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(rows.len());
             for row in rows {
-                let (source, target, kind) = row?;
-                if let Some(kind) = type_of_code(kind) {
-                    out.push((source, target, kind));
+                if let Some(kind) = type_of_code(row.int(2)?) {
+                    out.push((row.text(0)?, row.text(1)?, kind));
                 }
             }
             Ok(out)
@@ -315,16 +431,21 @@ impl GraphStore {
     /// Lines of code text of each component, by id (a complexity estimate for planning).
     pub fn code_lines(&self) -> Result<std::collections::HashMap<String, usize>, GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, CASE WHEN source_seq IS NOT NULL THEN end_line - start_line + 1 \
-                 ELSE length(code_text) - length(replace(code_text, char(10), '')) + (code_text != '') END \
-                 FROM components",
+            let (newline, nonempty) = match conn.dialect() {
+                Dialect::Sqlite => ("char(10)", "(code_text != '')"),
+                Dialect::Postgres => ("chr(10)", "CAST(code_text <> '' AS INTEGER)"),
+            };
+            let rows = conn.query(
+                &format!(
+                    "SELECT id, CASE WHEN source_seq IS NOT NULL THEN end_line - start_line + 1 \
+                     ELSE length(code_text) - length(replace(code_text, {newline}, '')) + {nonempty} END \
+                     FROM components"
+                ),
+                &[],
             )?;
-            let rows = stmt.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
             let mut out = std::collections::HashMap::new();
             for row in rows {
-                let (id, len) = row?;
-                out.insert(id, usize::try_from(len).unwrap_or(0));
+                out.insert(row.text(0)?, usize::try_from(row.opt_int(1)?.unwrap_or(0)).unwrap_or(0));
             }
             Ok(out)
         })
@@ -333,16 +454,20 @@ impl GraphStore {
     /// Analysed `calls` relationships by where they came from: (a language server, syntax).
     pub fn calls_by_source(&self) -> Result<(usize, usize), GraphError> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT json_extract(metadata, '$.source') = 'lsp', count(*) FROM relationships \
-                 WHERE type = 1 AND origin = 1 GROUP BY 1",
+            let from_lsp = match conn.dialect() {
+                Dialect::Sqlite => "json_extract(metadata, '$.source') = 'lsp'",
+                Dialect::Postgres => "CAST(metadata AS jsonb) ->> 'source' = 'lsp'",
+            };
+            let rows = conn.query(
+                &format!("SELECT {from_lsp}, count(*) FROM relationships WHERE type = 1 AND origin = 1 GROUP BY 1"),
+                &[],
             )?;
-            let rows = stmt.query_map([], |row| Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, i64>(1)?)))?;
             let (mut lsp, mut syntax) = (0, 0);
             for row in rows {
-                match row? {
-                    (Some(true), n) => lsp += n as usize,
-                    (_, n) => syntax += n as usize,
+                let n = usize::try_from(row.int(1)?).unwrap_or(0);
+                match row.opt_bool(0)? {
+                    Some(true) => lsp += n,
+                    _ => syntax += n,
                 }
             }
             Ok((lsp, syntax))
@@ -352,10 +477,20 @@ impl GraphStore {
     /// Counts of components and relationships.
     pub fn counts(&self) -> Result<(usize, usize), GraphError> {
         self.read(|conn| {
-            let components: i64 = conn.query_row("SELECT count(*) FROM components", [], |row| row.get(0))?;
-            let relationships: i64 = conn.query_row("SELECT count(*) FROM relationships", [], |row| row.get(0))?;
+            let components = conn.query_one("SELECT count(*) FROM components", &[])?.int(0)?;
+            let relationships = conn.query_one("SELECT count(*) FROM relationships", &[])?.int(0)?;
             Ok((components as usize, relationships as usize))
         })
+    }
+}
+
+/// Refuses a change based on another version than the component's (read under the row lock).
+fn check_version(current: &Component, expected: Option<i64>) -> Result<(), GraphError> {
+    match expected {
+        Some(expected) if expected != current.version => {
+            Err(GraphError::VersionConflict { id: current.id.clone(), expected, current: current.version })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -363,27 +498,30 @@ fn not_found(identifier: &str) -> GraphError {
     GraphError::NotFound { identifier: identifier.to_owned() }
 }
 
-fn count_named(conn: &Connection, condition: &str, identifier: &str) -> Result<usize, GraphError> {
-    let count: i64 =
-        conn.query_row(&format!("SELECT count(*) FROM components c WHERE {condition}"), [identifier], |row| {
-            row.get(0)
-        })?;
-    Ok(count as usize)
+fn count_named(conn: &dyn Db, condition: &str, identifier: &str) -> Result<usize, GraphError> {
+    let count =
+        conn.query_one(&format!("SELECT count(*) FROM components c WHERE {condition}"), &sql_params![identifier])?;
+    Ok(count.int(0)? as usize)
 }
 
-/// 16 random bytes with the UUID v4 version and variant bits set.
-pub(crate) fn new_uid(conn: &Connection) -> Result<[u8; 16], GraphError> {
-    let random: Vec<u8> = conn.prepare_cached("SELECT randomblob(16)")?.query_row([], |row| row.get(0))?;
+/// 16 random bytes with the UUID v4 version and variant bits set (SQLite's `randomblob`,
+/// PostgreSQL's `gen_random_uuid`).
+pub(crate) fn new_uid(conn: &dyn Db) -> Result<[u8; 16], GraphError> {
+    let sql = match conn.dialect() {
+        Dialect::Sqlite => "SELECT randomblob(16)",
+        Dialect::Postgres => "SELECT uuid_send(gen_random_uuid())",
+    };
+    let random = conn.query_one(sql, &[])?.blob(0)?;
     let mut bytes: [u8; 16] = random
         .try_into()
-        .map_err(|_| GraphError::Storage { message: "randomblob returned an unexpected length".to_owned() })?;
+        .map_err(|_| GraphError::Storage { message: "a random id of an unexpected length".to_owned() })?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     Ok(bytes)
 }
 
 /// A new random id in UUID v4 form.
-pub(crate) fn new_id(conn: &Connection) -> Result<String, GraphError> {
+pub(crate) fn new_id(conn: &dyn Db) -> Result<String, GraphError> {
     Ok(uuid_text(&new_uid(conn)?))
 }
 
@@ -418,21 +556,27 @@ fn stored_metadata(metadata: &Value) -> Option<String> {
 }
 
 /// A component's `seq` (the integer relationships and the search index refer to it by).
-pub(crate) fn seq_of(conn: &Connection, id: &str) -> Result<Option<i64>, GraphError> {
-    Ok(conn.prepare_cached("SELECT seq FROM components WHERE id = ?1")?.query_row([id], |row| row.get(0)).optional()?)
+pub(crate) fn seq_of(conn: &dyn Db, id: &str) -> Result<Option<i64>, GraphError> {
+    conn.query_opt("SELECT seq FROM components WHERE id = ?1", &sql_params![id])?.map(|row| row.int(0)).transpose()
 }
 
-/// Makes the search index hold `terms`, `description` and `code` for the component `seq`.
+/// Makes the search index hold `terms`, `description` and `code` for the component `seq`
+/// (SQLite: the FTS5 table; PostgreSQL: a weighted `tsvector`, see [`super::pg::fts_replace`]).
 pub(crate) fn fts_replace(
-    conn: &Connection,
+    conn: &dyn Db,
     seq: i64,
     terms: &str,
     description: &str,
     code: &str,
 ) -> Result<(), GraphError> {
-    conn.prepare_cached("DELETE FROM components_fts WHERE rowid = ?1")?.execute([seq])?;
-    conn.prepare_cached("INSERT INTO components_fts (rowid, name_terms, description, code) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![seq, terms, description, code])?;
+    if conn.dialect() == Dialect::Postgres {
+        return super::pg::fts_replace(conn, seq, terms, description, code);
+    }
+    conn.execute("DELETE FROM components_fts WHERE rowid = ?1", &sql_params![seq])?;
+    conn.execute(
+        "INSERT INTO components_fts (rowid, name_terms, description, code) VALUES (?1, ?2, ?3, ?4)",
+        &sql_params![seq, terms, description, code],
+    )?;
     Ok(())
 }
 
@@ -476,7 +620,7 @@ pub(crate) struct SourceSlice {
 /// stored as that range of a source (`component.code_text` is what the range holds, and is what
 /// gets indexed). Returns the id.
 pub(crate) fn insert_component(
-    tx: &Connection,
+    tx: &dyn Db,
     component: &NewComponent,
     origin: &str,
     key: Option<(&str, &str)>,
@@ -487,33 +631,39 @@ pub(crate) fn insert_component(
     let stable_key = (!stable_key.is_empty()).then_some(stable_key);
     let terms = name_terms(&component.name, qualified_name, component.file_path.as_deref(), component.component_type);
     let stored_code = if slice.is_some() { "" } else { component.code_text.as_str() };
-    tx.prepare_cached(&format!(
-        "INSERT INTO components (id, name, qualified_name, type, status, description, code_text, file_path, dir, \
-         start_line, end_line, language, created_at, last_modified, version, metadata, origin, stable_key, \
-         source_seq, start_byte, end_byte) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {NOW}, {NOW}, 1, ?13, ?14, ?15, ?16, ?17, ?18)"
-    ))?
-    .execute(params![
-        id,
-        component.name,
-        qualified_name,
-        component.component_type.as_str(),
-        component.status.as_str(),
-        component.description,
-        stored_code,
-        component.file_path,
-        component.file_path.as_deref().map(dir_of),
-        component.start_line,
-        component.end_line,
-        component.language,
-        metadata_text(&component.metadata),
-        origin,
-        stable_key,
-        slice.map(|s| s.source_seq),
-        slice.map(|s| s.start_byte as i64),
-        slice.map(|s| s.end_byte as i64),
-    ])?;
-    fts_replace(tx, tx.last_insert_rowid(), &terms, &component.description, &component.code_text)?;
+    let now = now_sql(tx);
+    let seq = tx
+        .query_one(
+            &format!(
+                "INSERT INTO components (id, name, qualified_name, type, status, description, code_text, file_path, \
+                 dir, start_line, end_line, language, created_at, last_modified, version, metadata, origin, \
+                 stable_key, source_seq, start_byte, end_byte) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, {now}, {now}, 1, ?13, ?14, ?15, ?16, ?17, \
+                 ?18) RETURNING seq"
+            ),
+            &sql_params![
+                id.as_str(),
+                component.name.as_str(),
+                qualified_name,
+                component.component_type.as_str(),
+                component.status.as_str(),
+                component.description.as_str(),
+                stored_code,
+                component.file_path.as_deref(),
+                component.file_path.as_deref().map(dir_of),
+                component.start_line,
+                component.end_line,
+                component.language.as_deref(),
+                metadata_text(&component.metadata),
+                origin,
+                stable_key,
+                slice.map(|s| s.source_seq),
+                slice.map(|s| s.start_byte as i64),
+                slice.map(|s| s.end_byte as i64),
+            ],
+        )?
+        .int(0)?;
+    fts_replace(tx, seq, &terms, &component.description, &component.code_text)?;
     // Analysed components start implemented with no history entry (tens of thousands of
     // "created" rows would say nothing); the history starts with the first real change.
     if origin != "analysis" {
@@ -532,92 +682,105 @@ pub(crate) fn metadata_text(metadata: &Value) -> String {
 }
 
 /// Inserts a relationship with a fresh id unless one with the same source, type and target
-/// exists (then nothing changes). Returns the new id (unused when nothing was inserted).
+/// exists (then nothing changes). Returns how many rows were inserted (0 or 1).
 pub(crate) fn insert_relationship(
-    tx: &Connection,
+    tx: &dyn Db,
     source_id: &str,
     target_id: &str,
     relationship_type: RelationshipType,
     metadata: &Value,
     origin: &str,
-) -> Result<String, GraphError> {
+) -> Result<usize, GraphError> {
     let uid = new_uid(tx)?;
-    tx.prepare_cached(&format!(
-        "INSERT OR IGNORE INTO relationships (source, target, type, uid, metadata, origin, created_at) \
-         SELECT s.seq, t.seq, ?3, ?4, ?5, ?6, {NOW_MS} FROM components s, components t \
-         WHERE s.id = ?1 AND t.id = ?2"
-    ))?
-    .execute(params![
-        source_id,
-        target_id,
-        type_code(relationship_type),
-        uid.as_slice(),
-        stored_metadata(metadata),
-        origin_code(origin)
-    ])?;
-    Ok(uuid_text(&uid))
+    tx.execute(
+        &format!(
+            "INSERT INTO relationships (source, target, type, uid, metadata, origin, created_at) \
+             SELECT s.seq, t.seq, ?3, ?4, ?5, ?6, {} FROM components s, components t \
+             WHERE s.id = ?1 AND t.id = ?2 ON CONFLICT DO NOTHING",
+            now_ms_sql(tx)
+        ),
+        &sql_params![
+            source_id,
+            target_id,
+            type_code(relationship_type),
+            uid.as_slice(),
+            stored_metadata(metadata),
+            origin_code(origin)
+        ],
+    )
 }
 
 pub(crate) fn record_status(
-    tx: &Connection,
+    tx: &dyn Db,
     id: &str,
     old: Option<Status>,
     new: Status,
     notes: &str,
 ) -> Result<(), GraphError> {
-    tx.prepare_cached(&format!(
-        "INSERT INTO status_history (component_id, old_status, new_status, notes, changed_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
-    ))?
-    .execute(params![id, old.map(Status::as_str), new.as_str(), notes])?;
+    tx.execute(
+        &format!(
+            "INSERT INTO status_history (component_id, old_status, new_status, notes, changed_at) \
+             VALUES (?1, ?2, ?3, ?4, {})",
+            now_sql(tx)
+        ),
+        &sql_params![id, old.map(Status::as_str), new.as_str(), notes],
+    )?;
     Ok(())
 }
 
-pub(crate) fn component_by_id(conn: &Connection, id: &str) -> Result<Option<Component>, GraphError> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COMPONENT_COLUMNS} FROM {COMPONENT_FROM} WHERE c.id = ?1"))?;
-    Ok(stmt.query_row([id], component_from_row).optional()?)
+pub(crate) fn component_by_id(conn: &dyn Db, id: &str) -> Result<Option<Component>, GraphError> {
+    conn.query_opt(&format!("SELECT {COMPONENT_COLUMNS} FROM {COMPONENT_FROM} WHERE c.id = ?1"), &sql_params![id])?
+        .map(|row| component_from_row(&row))
+        .transpose()
+}
+
+/// [`component_by_id`] inside a write that changes the component after reading it: on
+/// PostgreSQL the row is locked (`FOR UPDATE`) until the transaction ends, so two writers'
+/// read-modify-write cycles run one after the other (SQLite's `BEGIN IMMEDIATE` already
+/// serialises every writer).
+pub(crate) fn component_for_update(tx: &dyn Db, id: &str) -> Result<Option<Component>, GraphError> {
+    if tx.dialect() == Dialect::Postgres {
+        tx.query("SELECT seq FROM components WHERE id = ?1 FOR UPDATE", &sql_params![id])?;
+    }
+    component_by_id(tx, id)
 }
 
 pub(crate) fn relationships_touching(
-    conn: &Connection,
+    conn: &dyn Db,
     id: &str,
     types: &[RelationshipType],
 ) -> Result<Vec<Relationship>, GraphError> {
     let Some(seq) = seq_of(conn, id)? else { return Ok(Vec::new()) };
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {RELATIONSHIP_CREATED}, r.seq AS n \
-         FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
-         WHERE r.source = ?1 UNION ALL \
-         SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {RELATIONSHIP_CREATED}, r.seq AS n \
-         FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
-         WHERE r.target = ?1 AND r.source != ?1 ORDER BY n"
-    ))?;
-    let rows = stmt.query_map([seq], |row| {
-        let uid: Vec<u8> = row.get(0)?;
-        let kind: i64 = row.get(3)?;
-        let metadata: Option<String> = row.get(4)?;
-        let origin: i64 = row.get(5)?;
-        Ok((
-            Relationship {
-                id: uuid_text(&uid),
-                source_id: row.get(1)?,
-                target_id: row.get(2)?,
-                relationship_type: RelationshipType::Contains,
-                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_else(|| serde_json::json!({})),
-                origin: if origin == 1 { "analysis" } else { "manual" }.to_owned(),
-                created_at: row.get(6)?,
-            },
-            kind,
-        ))
-    })?;
+    let created = relationship_created(conn);
+    let rows = conn.query(
+        &format!(
+            "SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {created}, r.seq AS n \
+             FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
+             WHERE r.source = ?1 UNION ALL \
+             SELECT r.uid, s.id, t.id, r.type, r.metadata, r.origin, {created}, r.seq AS n \
+             FROM relationships r JOIN components s ON s.seq = r.source JOIN components t ON t.seq = r.target \
+             WHERE r.target = ?1 AND r.source != ?1 ORDER BY n"
+        ),
+        &sql_params![seq],
+    )?;
     let mut out = Vec::new();
     for row in rows {
-        let (mut relationship, kind) = row?;
-        let Some(kind) = type_of_code(kind) else { continue };
+        let Some(kind) = type_of_code(row.int(3)?) else { continue };
         if !types.is_empty() && !types.contains(&kind) {
             continue;
         }
-        relationship.relationship_type = kind;
-        out.push(relationship);
+        out.push(Relationship {
+            id: uuid_text(&row.blob(0)?),
+            source_id: row.text(1)?,
+            target_id: row.text(2)?,
+            relationship_type: kind,
+            metadata: row
+                .opt_text(4)?
+                .and_then(|m| serde_json::from_str(&m).ok())
+                .unwrap_or_else(|| serde_json::json!({})),
+            origin: if row.int(5)? == 1 { "analysis" } else { "manual" }.to_owned(),
+            created_at: row.text(6)?,
+        });
     }
     Ok(out)
 }
@@ -625,37 +788,33 @@ pub(crate) fn relationships_touching(
 /// Reads a row selected with [`COMPONENT_COLUMNS`] or [`BRIEF_COLUMNS`]. Analysed code that is a
 /// range of a stored source is cut out of it (the source inflated once per process and digest,
 /// see [`super::source::cached_text`]).
-pub(crate) fn component_from_row(row: &Row<'_>) -> rusqlite::Result<Component> {
-    let kind: String = row.get(3)?;
-    let status: String = row.get(4)?;
-    let metadata: String = row.get(14)?;
-    let mut code_text: String = row.get(6)?;
-    let deflated: Option<Vec<u8>> = row.get(16)?;
-    if let (Some(deflated), Some(source_seq), Some(digest)) =
-        (deflated, row.get::<_, Option<i64>>(17)?, row.get::<_, Option<i64>>(18)?)
+pub(crate) fn component_from_row(row: &SqlRow) -> Result<Component, GraphError> {
+    let kind = row.text(3)?;
+    let status = row.text(4)?;
+    let metadata = row.text(14)?;
+    let mut code_text = row.text(6)?;
+    if let (Some(deflated), Some(source_seq), Some(digest)) = (row.opt_blob(16)?, row.opt_int(17)?, row.opt_int(18)?)
+        && let (Some(start), Some(end)) = (row.opt_int(19)?, row.opt_int(20)?)
     {
-        let (start, end): (Option<i64>, Option<i64>) = (row.get(19)?, row.get(20)?);
-        if let (Some(start), Some(end)) = (start, end) {
-            let text = super::source::cached_text(source_seq, digest, &deflated);
-            code_text = super::source::slice(&text, start as usize, end as usize).to_owned();
-        }
+        let text = super::source::cached_text(source_seq, digest, &deflated);
+        code_text = super::source::slice(&text, start as usize, end as usize).to_owned();
     }
     Ok(Component {
-        id: row.get(0)?,
-        name: row.get(1)?,
-        qualified_name: row.get(2)?,
+        id: row.text(0)?,
+        name: row.text(1)?,
+        qualified_name: row.text(2)?,
         component_type: ComponentType::parse(&kind).unwrap_or(ComponentType::Variable),
         status: Status::parse(&status).unwrap_or(Status::Planned),
-        description: row.get(5)?,
+        description: row.text(5)?,
         code_text,
-        file_path: row.get(7)?,
-        start_line: row.get(8)?,
-        end_line: row.get(9)?,
-        language: row.get(10)?,
-        created_at: row.get(11)?,
-        last_modified: row.get(12)?,
-        version: row.get(13)?,
+        file_path: row.opt_text(7)?,
+        start_line: row.opt_u32(8)?,
+        end_line: row.opt_u32(9)?,
+        language: row.opt_text(10)?,
+        created_at: row.text(11)?,
+        last_modified: row.text(12)?,
+        version: row.int(13)?,
         metadata: serde_json::from_str(&metadata).unwrap_or_else(|_| serde_json::json!({})),
-        origin: row.get(15)?,
+        origin: row.text(15)?,
     })
 }

@@ -47,13 +47,13 @@ fn the_schema_is_versioned_and_reopening_keeps_everything() {
         let a = add(&store, "alpha", Status::Planned);
         let b = add(&store, "beta", Status::Implemented);
         store.add_relationship(&a, &b, RelationshipType::DependsOn, &json!({"why": "test"})).unwrap();
-        store.update_status(&a, Status::Partial, "half done").unwrap();
+        store.update_status(&a, Status::Partial, "half done", None).unwrap();
         (a, b)
     };
     let store = GraphStore::open(&path).unwrap();
-    let conn_version: i64 = store.read(|conn| Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)).unwrap();
+    let conn_version: i64 = store.read(|conn| conn.query_one("PRAGMA user_version", &[])?.int(0)).unwrap();
     assert_eq!(conn_version, schema::SCHEMA_VERSION);
-    let journal: String = store.read(|conn| Ok(conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?)).unwrap();
+    let journal: String = store.read(|conn| conn.query_one("PRAGMA journal_mode", &[])?.text(0)).unwrap();
     assert_eq!(journal, "wal");
     let alpha = store.component(&a).unwrap().unwrap();
     assert_eq!((alpha.name.as_str(), alpha.status, alpha.version), ("alpha", Status::Partial, 2));
@@ -96,7 +96,7 @@ fn two_connections_writing_at_once_lose_nothing() {
                 for n in 0..150 {
                     let id = add(store, &format!("{which}{n}"), Status::Planned);
                     store.add_relationship(&id, &anchor, RelationshipType::DependsOn, &json!({})).unwrap();
-                    store.update_status(&id, Status::Partial, "").unwrap();
+                    store.update_status(&id, Status::Partial, "", None).unwrap();
                 }
             });
         }
@@ -408,11 +408,11 @@ fn analysed_code_is_read_back_from_its_file_source_and_kept_calls_survive_unchan
     assert!(run.code_text.starts_with("def run(self):"));
     let (stored_code, sources): (i64, i64) = store
         .read(|conn| {
-            Ok(conn.query_row(
+            let row = conn.query_one(
                 "SELECT (SELECT sum(length(code_text)) FROM components), (SELECT count(*) FROM sources)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )?)
+                &[],
+            )?;
+            Ok((row.int(0)?, row.int(1)?))
         })
         .unwrap();
     assert_eq!((stored_code, sources), (0, 1));

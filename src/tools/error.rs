@@ -80,6 +80,7 @@ pub enum ErrorCode {
     GraphValueInvalid = 7005,
     GraphStoreBusy = 7006,
     GraphStoreFailed = 7007,
+    GraphVersionConflict = 7008,
     ToolsetDisabled = 8001,
     LocalBatchInvalid = 8002,
     LocalStrategyConflict = 8003,
@@ -94,7 +95,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 62] = [
+    pub const ALL: [ErrorCode; 63] = [
         ErrorCode::PathOutsideRoot,
         ErrorCode::PathSymlinkEscape,
         ErrorCode::PathInvalid,
@@ -147,6 +148,7 @@ impl ErrorCode {
         ErrorCode::GraphValueInvalid,
         ErrorCode::GraphStoreBusy,
         ErrorCode::GraphStoreFailed,
+        ErrorCode::GraphVersionConflict,
         ErrorCode::ToolsetDisabled,
         ErrorCode::LocalBatchInvalid,
         ErrorCode::LocalStrategyConflict,
@@ -219,6 +221,7 @@ impl ErrorCode {
             ErrorCode::GraphValueInvalid => "GRAPH_VALUE_INVALID",
             ErrorCode::GraphStoreBusy => "GRAPH_STORE_BUSY",
             ErrorCode::GraphStoreFailed => "GRAPH_STORE_FAILED",
+            ErrorCode::GraphVersionConflict => "GRAPH_VERSION_CONFLICT",
             ErrorCode::ToolsetDisabled => "TOOLSET_DISABLED",
             ErrorCode::LocalBatchInvalid => "LOCAL_BATCH_INVALID",
             ErrorCode::LocalStrategyConflict => "LOCAL_STRATEGY_CONFLICT",

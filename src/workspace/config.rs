@@ -193,6 +193,10 @@ pub struct GraphConfig {
     /// The SQLite database file; relative paths are relative to the workspace root (default
     /// `.filepuff/graph.db`). Several filepuff processes may share one file.
     pub path: PathBuf,
+    /// A PostgreSQL database shared by a team instead of the SQLite file at `path`:
+    /// `postgres://user:password@host:port/dbname` (libpq's URL form; `sslmode=require` asks
+    /// for TLS). `FILEPUFF_GRAPH_URL` overrides it. See docs/graph.md.
+    pub store: Option<String>,
     /// Where `graph index` takes `calls` relationships from: `auto` (the language server where
     /// one is installed, else syntax; the default), `lsp` (a missing server is an error) or
     /// `syntax` (by name, approximate). `--calls` overrides it.
@@ -208,6 +212,7 @@ impl Default for GraphConfig {
     fn default() -> Self {
         GraphConfig {
             path: PathBuf::from(".filepuff/graph.db"),
+            store: None,
             calls: "auto".to_owned(),
             lsp_file_timeout_ms: 20_000,
             lsp_files_in_flight: 4,

@@ -258,6 +258,22 @@ def filepuff_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def pg(tmp_path_factory):
+    """A PostgreSQL server of this test session (pg_server.py): initdb + pg_ctl on a free
+    loopback port, data directory under the session's temp dir, password authentication;
+    stopped at the end. Skips without PostgreSQL — a failure under FILEPUFF_CI."""
+    from pg_server import PgServer, bin_dir
+
+    if bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (initdb not found; scripts/setup-test-env installs it)")
+    server = PgServer(tmp_path_factory.mktemp("postgres")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def goroot_src() -> Path:
     goroot = os.environ.get("GOROOT")
     if not goroot and shutil.which("go"):

@@ -7,6 +7,10 @@ Expected values are computed here independently of filepuff: Go declarations wit
 (go_outline/main.go), Python declarations and imports with `ast`, Go imports by reading the
 import blocks.
 
+Every test runs twice, against both graph stores (the `store` fixture): the embedded SQLite file
+and a PostgreSQL database (a fresh one per workspace root, named in the root's filepuff.toml as
+`[graph] store`) on the session's throwaway server (conftest.py `pg`, pg_server.py).
+
 Run: .venv/bin/pytest -q tests/e2e/test_graph.py
 """
 
@@ -26,6 +30,7 @@ import pytest
 
 from conftest import _close_session, _open_session, filepuff_binary
 from oracles import python_outline
+from pg_server import PgServer
 
 TOOLS_BIN = Path(__file__).resolve().parents[2] / ".tools" / "bin"
 
@@ -66,20 +71,62 @@ def require(program: str) -> str:
     return found
 
 
+# ---- stores -------------------------------------------------------------------------------------
+
+
+class Store:
+    """Which graph store a root uses, and raw SQL reads of it for checks the tools do not show."""
+
+    def __init__(self, kind: str, server: PgServer | None):
+        self.kind = kind
+        self.server = server
+
+    def attach(self, root: Path) -> Path:
+        """Points `root` at this store (PostgreSQL: a fresh database in its filepuff.toml)."""
+        if self.server is not None:
+            url = self.server.new_database()
+            (root / "filepuff.toml").write_text(f'[graph]\nstore = "{url}"\n')
+            ROOT_DATABASE[root] = url.rsplit("/", 1)[1]
+        ROOT_STORE[root] = self
+        return root
+
+    def rows(self, root: Path, sql: str, params: tuple = ()) -> list[tuple]:
+        """Rows of `sql` (`?` placeholders; PostgreSQL values come back as text)."""
+        if self.server is None:
+            import sqlite3
+            with sqlite3.connect(root / ".filepuff" / "graph.db") as conn:
+                return conn.execute(sql, params).fetchall()
+        for value in params:
+            sql = sql.replace("?", "'" + str(value).replace("'", "''") + "'", 1)
+        out = self.server.psql(sql, database=ROOT_DATABASE[root])
+        return [tuple(line.split("\t")) for line in out.splitlines()]
+
+
+ROOT_STORE: dict[Path, Store] = {}
+ROOT_DATABASE: dict[Path, str] = {}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store(request) -> Store:
+    if request.param == "postgres":
+        return Store("postgres", request.getfixturevalue("pg"))
+    return Store("sqlite", None)
+
+
 # ---- corpora ------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def go_root(goroot_src, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("graph-go")
+def go_root(goroot_src, tmp_path_factory, store) -> Path:
+    root = store.attach(tmp_path_factory.mktemp("graph-go"))
     for package in GO_PACKAGES:
         shutil.copytree(goroot_src / package, root / package, ignore=shutil.ignore_patterns("testdata"))
     return root
 
 
 @pytest.fixture(scope="module")
-def py_root(py_stdlib, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("graph-py")
+def py_root(py_stdlib, tmp_path_factory, store) -> Path:
+    root = store.attach(tmp_path_factory.mktemp("graph-py"))
     shutil.copytree(py_stdlib / PY_PACKAGE, root / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
@@ -312,10 +359,10 @@ def test_search_and_context_on_a_real_package(go_graph):
 
 
 @pytest.fixture()
-def empty_root(tmp_path) -> Path:
+def empty_root(tmp_path, store) -> Path:
     root = tmp_path / "project"
     root.mkdir()
-    return root
+    return store.attach(root)
 
 
 def log_dir(tmp_path: Path, name: str) -> Path:
@@ -324,7 +371,7 @@ def log_dir(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path):
+def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path, store):
     first = _open_session(empty_root, log_dir(tmp_path, "first"), toolsets="core,graph")
     try:
         a = first.ok("add_component", {"code_text": "", "component_type": "function", "name": "parse",
@@ -358,7 +405,8 @@ def test_every_tool_over_mcp_and_persistence_across_restart(empty_root, tmp_path
         assert err["code"] == 7005
     finally:
         _close_session(first)
-    assert (empty_root / ".filepuff" / "graph.db").is_file()
+    # The graph is where the store says: nothing local on PostgreSQL.
+    assert (empty_root / ".filepuff" / "graph.db").is_file() == (store.kind == "sqlite")
 
     second = _open_session(empty_root, log_dir(tmp_path, "second"), toolsets="core,graph")
     try:
@@ -400,6 +448,94 @@ def test_two_processes_writing_concurrently_lose_nothing(empty_root, tmp_path):
     finally:
         for session in sessions:
             _close_session(session)
+
+
+def test_four_processes_fifty_mutations_each_lose_no_update_and_duplicate_nothing(empty_root, tmp_path):
+    """4 filepuff processes x 50 concurrent mutations on one graph: status changes of one shared
+    component (read-modify-write of its version), the same relationships added by everyone, and
+    new components. Every change is counted once; nothing is duplicated."""
+    processes, per_process = 4, 50
+    sessions = [_open_session(empty_root, log_dir(tmp_path, f"p{n}"), toolsets="core,graph") for n in range(processes)]
+    try:
+        shared = sessions[0].ok("add_component", {"code_text": "", "component_type": "class", "name": "Shared"})["component_id"]
+        targets = [sessions[0].ok("add_component", {"code_text": "", "component_type": "function",
+                                                    "name": f"t{k}"})["component_id"] for k in range(5)]
+        results: dict[int, list] = {}
+
+        def mutate(n: int):
+            calls = []
+            for i in range(per_process):
+                if i % 2 == 0:
+                    status = ["planned", "partial", "implemented"][i % 3]
+                    calls.append(("update_status", {"component_id": shared, "new_status": status, "notes": f"p{n} #{i}"}))
+                elif i % 4 == 1:
+                    calls.append(("add_relationship", {"source_id": shared, "target_id": targets[i % 5],
+                                                       "relationship_type": "depends_on"}))
+                else:
+                    calls.append(("add_component", {"code_text": "", "component_type": "variable", "name": f"v{n}_{i}"}))
+            results[n] = sessions[n].call_concurrently(calls)
+
+        threads = [threading.Thread(target=mutate, args=(n,)) for n in range(processes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in range(processes):
+            assert not any(r.is_error for r in results[n]), [r.content for r in results[n] if r.is_error]
+        status_changes = processes * len(range(0, per_process, 2))
+        got = sessions[1].ok("get_component", {"identifier": shared, "include_related": True})
+        assert got["component"]["version"] == 1 + status_changes, "a status change was lost"
+        assert len(got["status_history"]) == 1 + status_changes
+        notes = [h["notes"] for h in got["status_history"][1:]]
+        assert len(set(notes)) == status_changes
+        outgoing = [r for r in got["related"] if r["direction"] == "outgoing"]
+        assert sorted(r["component"]["name"] for r in outgoing) == [f"t{k}" for k in range(5)], "a duplicate relationship"
+        variables = sessions[2].ok("get_project_status", {"filters": {"type": "variable"}})["status"]["total_components"]
+        assert variables == processes * sum(1 for i in range(per_process) if i % 2 == 1 and i % 4 != 1)
+    finally:
+        for session in sessions:
+            _close_session(session)
+
+
+def test_a_status_change_based_on_a_stale_version_is_refused(empty_root, tmp_path):
+    """Two agents read version 1; the first one's change wins, the second one's is refused with
+    7008 and writes nothing (like expected_hash for edits)."""
+    session = _open_session(empty_root, log_dir(tmp_path, "stale"), toolsets="core,graph")
+    try:
+        cid = session.ok("add_component", {"code_text": "", "component_type": "function", "name": "f"})["component_id"]
+        version = session.ok("get_component", {"identifier": cid})["component"]["version"]
+        session.ok("update_status", {"component_id": cid, "new_status": "partial", "expected_version": version})
+        err, _ = session.error("update_status", {"component_id": cid, "new_status": "implemented",
+                                                 "expected_version": version})
+        assert (err["code"], err["name"]) == (7008, "GRAPH_VERSION_CONFLICT")
+        assert (err["context"]["expected_version"], err["context"]["current_version"]) == (version, version + 1)
+        err, _ = session.error("update_component", {"component_id": cid, "description": "x", "expected_version": version})
+        assert err["code"] == 7008
+        got = session.ok("get_component", {"identifier": cid})
+        assert (got["component"]["status"], got["component"]["version"], len(got["status_history"])) == ("partial", 2, 2)
+    finally:
+        _close_session(session)
+
+
+def test_two_index_runs_at_once_make_one_graph(py_stdlib, tmp_path, store):
+    root = tmp_path / "project"
+    shutil.copytree(py_stdlib / PY_PACKAGE, root / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    store.attach(root)
+    env = {**os.environ, "PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [str(filepuff_binary()), "--root", str(root), "graph", "index", "--json", "--calls", "syntax"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    for run, (out, err) in zip(runs, outputs):
+        assert run.returncode == 0, err
+    alone = index(root, "--calls", "syntax")
+    assert (alone["components_added"], alone["components_removed"]) == (0, 0), "the concurrent runs left work undone"
+    for out, _ in outputs:
+        report = json.loads(out)
+        assert report["total_components"] <= alone["total_components"]
+    [(components,)] = graph_rows(root, "SELECT count(*) FROM components")
+    [(unique,)] = graph_rows(root, "SELECT count(DISTINCT stable_key) FROM components")
+    assert int(components) == int(unique) == alone["total_components"], "a duplicate component"
 
 
 def test_cli_graph_subcommands(py_root, py_indexed):
@@ -497,9 +633,8 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def graph_db(root: Path):
-    import sqlite3
-    return sqlite3.connect(root / ".filepuff" / "graph.db")
+def graph_rows(root: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    return ROOT_STORE[root].rows(root, sql, params)
 
 
 def calls_of(root: Path, file_path: str, qualified_name: str) -> list[tuple[str, str, dict]]:
@@ -515,16 +650,15 @@ def calls_of(root: Path, file_path: str, qualified_name: str) -> list[tuple[str,
 
 
 def component_id(root: Path, file_path: str, qualified_name: str) -> str:
-    with graph_db(root) as conn:
-        [(found,)] = conn.execute("SELECT id FROM components WHERE file_path = ? AND qualified_name = ?",
-                                  (file_path, qualified_name)).fetchall()
+    [(found,)] = graph_rows(root, "SELECT id FROM components WHERE file_path = ? AND qualified_name = ?",
+                            (file_path, qualified_name))
     return found
 
 
 def calls_rows(root: Path) -> list[tuple]:
     """Every calls relationship as (uid, source seq, target seq, metadata)."""
-    with graph_db(root) as conn:
-        return sorted(conn.execute("SELECT hex(uid), source, target, metadata FROM relationships WHERE type = 1"))
+    uid = "hex(uid)" if ROOT_STORE[root].kind == "sqlite" else "upper(encode(uid, 'hex'))"
+    return sorted(graph_rows(root, f"SELECT {uid}, source, target, metadata FROM relationships WHERE type = 1"))
 
 
 def language_calls(report: dict, language: str) -> dict:
@@ -532,9 +666,9 @@ def language_calls(report: dict, language: str) -> dict:
     return found
 
 
-def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_path):
+def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     first = index(root)
     go = language_calls(first, "go")
     assert (go["server"], go["lsp_files"], go["syntax_files"]) == ("gopls", 3, 0)
@@ -562,15 +696,14 @@ def test_go_calls_across_packages_come_from_gopls_and_reindexing_keeps_them(tmp_
     assert changed["total_calls_lsp"] == 6 and changed["total_calls_syntax"] == 0
     rows = calls_rows(root)
     assert len(rows) == len({(r[1], r[2]) for r in rows}) == 6
-    with graph_db(root) as conn:
-        util = {seq for (seq,) in conn.execute("SELECT seq FROM components WHERE file_path = 'util/text.go'")}
+    util = {seq for (seq,) in graph_rows(root, "SELECT seq FROM components WHERE file_path = 'util/text.go'")}
     kept = [r for r in before if r[1] in util]
     assert len(kept) == 2 and set(kept) <= set(rows), "the unchanged file's calls were kept, not recreated"
 
 
-def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path):
+def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     syntax = index(root, "--calls", "syntax")
     go = language_calls(syntax, "go")
     assert (go.get("server"), go["lsp_files"], go["syntax_files"], go["note"]) == (None, 0, 3, "--calls syntax")
@@ -585,8 +718,8 @@ def test_syntax_calls_are_approximate_and_replaced_by_the_servers(tmp_path):
     assert lsp["total_components"] == syntax["total_components"]
 
 
-def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_path):
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_path, store):
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     proc = run_index(root, "--calls", "lsp", path="/usr/bin:/bin")
     assert proc.returncode == 2, proc.stderr
     assert "--calls lsp" in proc.stderr and "gopls" in proc.stderr
@@ -599,9 +732,9 @@ def test_calls_lsp_without_the_server_is_an_error_with_syntax_calls_written(tmp_
     assert "failed" not in language_calls(json.loads(auto.stdout), "go")
 
 
-def test_python_calls_across_packages_come_from_basedpyright(tmp_path):
+def test_python_calls_across_packages_come_from_basedpyright(tmp_path, store):
     require("basedpyright-langserver")
-    root = write_tree(tmp_path / "py", PY_PROJECT)
+    root = store.attach(write_tree(tmp_path / "py", PY_PROJECT))
     report = index(root)
     python = language_calls(report, "python")
     assert (python["server"], python["lsp_files"], python["syntax_files"]) == ("basedpyright", 3, 0), python
@@ -611,9 +744,9 @@ def test_python_calls_across_packages_come_from_basedpyright(tmp_path):
     assert report["total_calls_syntax"] == 0
 
 
-def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp_path):
+def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp_path, store):
     require("gopls")
-    root = write_tree(tmp_path / "mod", GO_MODULE)
+    root = store.attach(write_tree(tmp_path / "mod", GO_MODULE))
     index(root, "--calls", "syntax")
     main = (root / "cmd/app/main.go").read_text()
     env_path = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -635,3 +768,143 @@ def test_analyze_code_takes_calls_from_the_server_when_the_code_is_the_files(tmp
         assert calls_of(root, "cmd/app/main.go", "run") == [("cmd/app/local.go", "Shout", SYNTAX)]
     finally:
         _close_session(session)
+
+
+# ---- migration and secrets (SQLite -> PostgreSQL; not parametrized) ------------------------------
+
+MIGRATE_QUERIES = ["decode json", "scanner", "circular reference", "raw_decode", "whitespace", "iterencode",
+                   "command line tool", "separators", "array", "float"]
+
+
+def test_migrate_copies_a_real_graph_to_postgres_with_equal_counts_and_search(py_stdlib, tmp_path, pg):
+    """CPython's json package indexed into SQLite, plus manual components with a status history
+    and a manual relationship, copied with `graph migrate --to`: every table's count is equal,
+    ids, times, metadata and history come over unchanged, search_code's top results agree, and
+    re-indexing the copy changes nothing. The URL's password appears in no output."""
+    lite = tmp_path / "lite"
+    shutil.copytree(py_stdlib / PY_PACKAGE, lite / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    indexed = index(lite, "--calls", "syntax")
+    session = _open_session(lite, log_dir(tmp_path, "lite"), toolsets="core,graph")
+    try:
+        planned = session.ok("add_component", {"code_text": "def plan(): ...", "component_type": "function",
+                                               "name": "plan_it", "description": "a plan"})["component_id"]
+        session.ok("update_status", {"component_id": planned, "new_status": "partial", "notes": "started"})
+        loads = session.ok("get_component", {"identifier": "loads"})["component"]["id"]
+        session.ok("add_relationship", {"source_id": planned, "target_id": loads, "relationship_type": "depends_on",
+                                        "metadata": {"why": "parses"}})
+        before = {cid: session.ok("get_component", {"identifier": cid, "include_related": True}) for cid in (planned, loads)}
+    finally:
+        _close_session(session)
+
+    url = pg.new_database("migrate")
+    outputs = []
+    migrated = subprocess.run([str(filepuff_binary()), "--root", str(lite), "graph", "migrate", "--json", "--to", url],
+                              capture_output=True, text=True, timeout=300)
+    outputs += [migrated.stdout, migrated.stderr]
+    assert migrated.returncode == 0, migrated.stderr
+    report = json.loads(migrated.stdout)
+    assert report["verified"] is True and "***" in report["to"]
+    counts = {t["table"]: (t["source"], t["target"]) for t in report["tables"]}
+    assert counts["components"] == (indexed["total_components"] + 1,) * 2
+    assert counts["relationships"] == (indexed["total_relationships"] + 1,) * 2
+    assert counts["status_history"] == (2, 2) and counts["sources"][0] == counts["sources"][1] > 0
+    again = subprocess.run([str(filepuff_binary()), "--root", str(lite), "graph", "migrate", "--to", url],
+                           capture_output=True, text=True, timeout=300)
+    outputs += [again.stdout, again.stderr]
+    assert again.returncode == 2 and "not empty" in again.stderr, "a second copy into the same database is refused"
+
+    # The copy, used as a team would: another checkout pointing at the database.
+    shared = tmp_path / "shared"
+    shutil.copytree(py_stdlib / PY_PACKAGE, shared / PY_PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    (shared / "filepuff.toml").write_text(f'[graph]\nstore = "{url}"\n')
+    session = _open_session(shared, log_dir(tmp_path, "shared"), toolsets="core,graph")
+    try:
+        for cid, old in before.items():
+            new = session.ok("get_component", {"identifier": cid, "include_related": True})
+            assert new["component"] == old["component"] and new["status_history"] == old["status_history"]
+            assert sorted(map(json.dumps, new["related"])) == sorted(map(json.dumps, old["related"]))
+        doctor = subprocess.run([str(filepuff_binary()), "--root", str(shared), "doctor"], capture_output=True,
+                                text=True, timeout=120)
+        outputs += [doctor.stdout, doctor.stderr]
+        assert "graph store: postgres" in doctor.stdout and "reachable" in doctor.stdout
+        outputs.append(session.server_stderr())
+    finally:
+        _close_session(session)
+    lite_session = _open_session(lite, log_dir(tmp_path, "lite2"), toolsets="core,graph")
+    shared_session = _open_session(shared, log_dir(tmp_path, "shared2"), toolsets="core,graph")
+    try:
+        overlaps = []
+        for query in MIGRATE_QUERIES:
+            a = [m["id"] for m in lite_session.ok("search_code", {"query": query, "limit": 10})["matches"]]
+            b = [m["id"] for m in shared_session.ok("search_code", {"query": query, "limit": 10})["matches"]]
+            assert a[0] == b[0], f"{query!r}: first hit {a[0]} on SQLite, {b[0]} on PostgreSQL"
+            overlaps.append(len(set(a) & set(b)) / max(len(a), len(b)))
+        # Two ranking functions (BM25 and idf x ts_rank_cd): the same first hits, most of the top 10.
+        assert sum(overlaps) / len(overlaps) >= 0.8, overlaps
+    finally:
+        _close_session(lite_session)
+        _close_session(shared_session)
+    reindexed = subprocess.run([str(filepuff_binary()), "--root", str(shared), "graph", "index", "--json",
+                                "--calls", "syntax"], capture_output=True, text=True, timeout=300)
+    outputs += [reindexed.stdout, reindexed.stderr]
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert (json.loads(reindexed.stdout)["components_added"], json.loads(reindexed.stdout)["components_removed"]) == (0, 0)
+    for text in outputs:
+        assert pg.password not in text
+
+
+def test_the_password_never_appears_in_errors_or_doctor(tmp_path, pg):
+    root = tmp_path / "root"
+    root.mkdir()
+    wrong = pg.url("postgres").replace(pg.password, "Wr0ngSecret-" + pg.password[-6:])
+    secret = "Wr0ngSecret-" + pg.password[-6:]
+    outputs = []
+    for url in (wrong, f"postgres://postgres:{secret}@127.0.0.1:1/none"):
+        env = {**os.environ, "FILEPUFF_GRAPH_URL": url, "RUST_LOG": "debug"}
+        for args in (["graph", "status", "--json"], ["graph", "search", "x"], ["doctor"]):
+            done = subprocess.run([str(filepuff_binary()), "--root", str(root), *args], capture_output=True, text=True,
+                                  timeout=120, env=env)
+            outputs.append((args, url, done.stdout + done.stderr))
+    for args, url, text in outputs:
+        assert secret not in text, (args, text)
+    doctor = [text for args, _, text in outputs if args == ["doctor"]]
+    assert "password authentication failed" in doctor[0] and "***" in doctor[0]
+    assert "Connection refused" in doctor[1]
+    status = [text for args, _, text in outputs if args[:2] == ["graph", "status"]]
+    assert '"code": 7001' in status[0]
+
+
+def test_sslmode_require_connects_over_tls_and_verifies_the_certificate(tmp_path):
+    """A server that accepts only TLS: `sslmode=require` with the CA as `sslrootcert` connects
+    (and `graph index` works over it); without the CA the certificate is not trusted and the
+    connection is refused; without sslmode the server refuses the plain connection."""
+    from pg_server import bin_dir
+    if bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (initdb not found; scripts/setup-test-env installs it)")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (the test CA)")
+    server = PgServer(tmp_path / "tls-server", tls=True).start()
+    try:
+        database = server.new_database("tls")
+        root = tmp_path / "root"
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+
+        def graph_index(url: str) -> subprocess.CompletedProcess:
+            env = {**os.environ, "FILEPUFF_GRAPH_URL": url}
+            return subprocess.run([str(filepuff_binary()), "--root", str(root), "graph", "index", "--json", "--calls",
+                                   "syntax"], capture_output=True, text=True, timeout=120, env=env)
+
+        trusted = graph_index(f"{database}?sslmode=require&sslrootcert={server.ca_cert}")
+        assert trusted.returncode == 0, trusted.stderr
+        assert json.loads(trusted.stdout)["total_components"] == 3
+        assert server.psql("SELECT count(*) FROM components", database=database.rsplit("/", 1)[1]).strip() == "3"
+        untrusted = graph_index(f"{database}?sslmode=require")
+        assert untrusted.returncode == 2 and "7001" in untrusted.stderr
+        assert "certificate" in untrusted.stderr.lower(), untrusted.stderr
+        plain = graph_index(database)
+        assert plain.returncode == 2 and "no pg_hba.conf entry" in plain.stderr, plain.stderr
+        for done in (trusted, untrusted, plain):
+            assert server.password not in done.stdout + done.stderr
+    finally:
+        server.stop()

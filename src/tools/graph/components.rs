@@ -78,6 +78,10 @@ pub struct UpdateComponentParams {
     pub status: Option<String>,
     /// New description.
     pub description: Option<String>,
+    /// The component's version this change is based on (from get_component): refused with
+    /// 7008 GRAPH_VERSION_CONFLICT if someone changed it since. Omit for an unconditional change.
+    #[serde(default)]
+    pub expected_version: Option<i64>,
 }
 
 /// Result of `update_component`.
@@ -107,7 +111,12 @@ pub fn update_component(engine: &Engine, params: UpdateComponentParams) -> Resul
             version: component.version,
         });
     }
-    let changes = ComponentChanges { code_text: params.code_text, status, description: params.description };
+    let changes = ComponentChanges {
+        code_text: params.code_text,
+        status,
+        description: params.description,
+        expected_version: params.expected_version,
+    };
     let component = store.update_component(id, &changes, "update_component").map_err(|err| graph_error(err, engine))?;
     Ok(UpdateComponentOutput {
         success: true,
@@ -300,6 +309,10 @@ pub struct UpdateStatusParams {
     /// Notes about the change, kept in the status history. Default "".
     #[serde(default)]
     pub notes: String,
+    /// The component's version this change is based on (from get_component): refused with
+    /// 7008 GRAPH_VERSION_CONFLICT if someone changed it since. Omit for an unconditional change.
+    #[serde(default)]
+    pub expected_version: Option<i64>,
 }
 
 /// Result of `update_status`.
@@ -313,12 +326,14 @@ pub struct UpdateStatusOutput {
 
 /// Runs `update_status` (bumps the version; records the change and notes in the history).
 ///
-/// Errors: 7003 unknown id; 7005 an unknown status; store failures.
+/// Errors: 7003 unknown id; 7005 an unknown status; 7008 a stale `expected_version`; store
+/// failures.
 pub fn update_status(engine: &Engine, params: UpdateStatusParams) -> Result<UpdateStatusOutput, ToolError> {
     let status = parse_status("new_status", &params.new_status)?;
     let store = store(engine)?;
-    let old =
-        store.update_status(&params.component_id, status, &params.notes).map_err(|err| graph_error(err, engine))?;
+    let old = store
+        .update_status(&params.component_id, status, &params.notes, params.expected_version)
+        .map_err(|err| graph_error(err, engine))?;
     Ok(UpdateStatusOutput {
         success: true,
         message: format!("Updated status of {} to {}", params.component_id, status.as_str()),

@@ -188,7 +188,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         GraphError::Open { path, message: detail } => ToolError::new(
             ErrorCode::GraphStoreUnavailable,
             message,
-            "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database; the default is .filepuff/graph.db under the root.",
+            "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database (the default is .filepuff/graph.db under the root); for PostgreSQL ([graph] store or FILEPUFF_GRAPH_URL) check the server, the login and context.detail.",
         )
         .with("path", path.display().to_string())
         .with("detail", detail),
@@ -241,10 +241,18 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         .with("path", graph_path_text(engine))
         .with("detail", detail),
         GraphError::Walk(err) => ToolError::from(err),
+        GraphError::VersionConflict { id, expected, current } => ToolError::new(
+            ErrorCode::GraphVersionConflict,
+            message,
+            "Someone changed the component since you read it: get_component again, decide, and retry with its version.",
+        )
+        .with("component_id", id)
+        .with("expected_version", expected)
+        .with("current_version", current),
         GraphError::Storage { message: detail } => ToolError::new(
             ErrorCode::GraphStoreFailed,
             message,
-            "SQLite reported a failure (disk full, I/O error, corruption); check the disk and the file at context.path.",
+            "The graph database reported a failure (SQLite: disk full, I/O error, corruption; PostgreSQL: the server's message in context.detail); check the store at context.path.",
         )
         .with("path", graph_path_text(engine))
         .with("detail", detail),
@@ -252,10 +260,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
 }
 
 fn graph_path_text(engine: &Engine) -> String {
-    match engine.graph_path() {
-        Ok(path) => path.display().to_string(),
-        Err(_) => engine.workspace().config().graph.path.display().to_string(),
-    }
+    engine.graph_location()
 }
 
 /// A parameter outside its allowed values.

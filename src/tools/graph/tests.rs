@@ -166,6 +166,7 @@ fn update_component_bumps_the_version_once_and_records_status() {
         code_text: Some("class Router:\n    routes = {}\n".to_owned()),
         status: Some("partial".to_owned()),
         description: Some("Routes requests".to_owned()),
+        expected_version: Some(1),
     };
     let out = update_component(&p.engine, params).unwrap();
     assert_eq!((out.message.clone(), out.version), (format!("Updated component {}", p.router), 2));
@@ -176,16 +177,30 @@ fn update_component_bumps_the_version_once_and_records_status() {
     let history: Vec<(Option<&str>, &str, &str)> =
         got.status_history.iter().map(|h| (h.old_status.as_deref(), h.new_status.as_str(), h.notes.as_str())).collect();
     assert_eq!(history, [(None, "planned", "created"), (Some("planned"), "partial", "update_component")]);
-    let nothing =
-        UpdateComponentParams { component_id: p.router.clone(), code_text: None, status: None, description: None };
+    let nothing = UpdateComponentParams {
+        component_id: p.router.clone(),
+        code_text: None,
+        status: None,
+        description: None,
+        expected_version: None,
+    };
     assert_eq!(update_component(&p.engine, nothing).unwrap().version, 2);
     let unknown = UpdateComponentParams {
         component_id: "x".to_owned(),
         code_text: Some(String::new()),
         status: None,
         description: None,
+        expected_version: None,
     };
     assert_eq!(code(update_component(&p.engine, unknown).unwrap_err()), 7003);
+    let stale = UpdateComponentParams {
+        component_id: p.router.clone(),
+        code_text: None,
+        status: None,
+        description: Some("based on version 1".to_owned()),
+        expected_version: Some(1),
+    };
+    assert_eq!(code(update_component(&p.engine, stale).unwrap_err()), 7008);
 }
 
 #[test]
@@ -276,6 +291,7 @@ fn update_status_returns_the_old_status_and_keeps_notes() {
         component_id: p.server.clone(),
         new_status: "implemented".to_owned(),
         notes: "accepts TLS too".to_owned(),
+        expected_version: None,
     };
     let out = update_status(&p.engine, params).unwrap();
     assert_eq!(
@@ -286,9 +302,33 @@ fn update_status_returns_the_old_status_and_keeps_notes() {
         get_component(&p.engine, GetComponentParams { identifier: p.server.clone(), include_related: false }).unwrap();
     assert_eq!(got.component.version, 2);
     assert_eq!(got.status_history.last().unwrap().notes, "accepts TLS too");
-    let bad =
-        UpdateStatusParams { component_id: p.server.clone(), new_status: "done".to_owned(), notes: String::new() };
+    let bad = UpdateStatusParams {
+        component_id: p.server.clone(),
+        new_status: "done".to_owned(),
+        notes: String::new(),
+        expected_version: None,
+    };
     assert_eq!(code(update_status(&p.engine, bad).unwrap_err()), 7005);
+}
+
+#[test]
+fn a_status_change_based_on_a_stale_version_is_refused() {
+    let p = project();
+    let change = |expected_version| UpdateStatusParams {
+        component_id: p.server.clone(),
+        new_status: "implemented".to_owned(),
+        notes: String::new(),
+        expected_version: Some(expected_version),
+    };
+    // Version 1 when read; someone else's change made it 2.
+    update_status(&p.engine, change(1)).unwrap();
+    let stale = update_status(&p.engine, change(1)).unwrap_err();
+    assert_eq!(code(stale.clone()), 7008);
+    assert_eq!(stale.context["current_version"], 2);
+    let got =
+        get_component(&p.engine, GetComponentParams { identifier: p.server.clone(), include_related: false }).unwrap();
+    assert_eq!((got.component.version, got.status_history.len()), (2, 2), "the refused change wrote nothing");
+    update_status(&p.engine, change(2)).unwrap();
 }
 
 #[test]
