@@ -400,7 +400,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Ok(workspace) => workspace,
         Err(err) => return report_error(&ToolError::from(err), json),
     };
-    let engine = Arc::new(Engine::new(workspace));
+    let engine = Arc::new(match cli.command {
+        // Sessions: a second question reuses the first one's parse trees.
+        Command::Mcp(_) | Command::Serve(_) => Engine::new(workspace),
+        _ => Engine::one_shot(workspace),
+    });
     if reads_the_workspace(&cli.command) {
         // The CLI reads and writes the disk: say so when an editor may hold unsaved text.
         let notice = crate::mcp::attach::DiskNotice::new(engine.workspace().root(), "the CLI runs on its own");

@@ -190,6 +190,9 @@ impl SyntaxCache {
 
     /// The parse tree of `text` (the current content of `path`), from the cache or fresh.
     pub fn parse(&self, path: &Path, language: Language, text: &Rope) -> Option<Arc<ParsedFile>> {
+        if self.budget == 0 {
+            return parse(language, text).map(Arc::new);
+        }
         let key = (language, content_hash(text), text.len_bytes());
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
         if let Some(entry) = self.entries.get(path)
