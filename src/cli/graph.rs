@@ -268,7 +268,18 @@ fn migrate(engine: &Engine, url: &str, json: bool) -> ExitCode {
     use crate::graph::{GraphStore, migrate};
     let opened = engine
         .graph_path()
-        .and_then(|path| GraphStore::open(&path))
+        .and_then(|path| {
+            // Opening creates a graph; migrating a graph that was never made would copy nothing.
+            if !path.is_file() {
+                return Err(crate::graph::GraphError::Open {
+                    message: "there is no SQLite graph here to migrate; `filepuff graph index` (or the graph tools) \
+                              make one"
+                        .to_owned(),
+                    path,
+                });
+            }
+            GraphStore::open(&path)
+        })
         .and_then(|from| Ok((from, GraphStore::open_postgres(url)?)));
     let (from, to) = match opened {
         Ok(stores) => stores,

@@ -58,17 +58,12 @@ impl Copied {
 
 /// Copies every row of `from` into `to` in one transaction of `to`.
 ///
-/// Errors: [`GraphError::Storage`] when `to` already holds components (a migration goes into an
-/// empty graph); store failures of either side.
+/// Errors: [`GraphError::NotEmpty`] when `to` already holds components (a migration goes into
+/// an empty graph); store failures of either side.
 pub fn copy(from: &GraphStore, to: &GraphStore) -> Result<Copied, GraphError> {
     let (existing, _) = to.counts()?;
     if existing > 0 {
-        return Err(GraphError::Storage {
-            message: format!(
-                "the target graph {} is not empty ({existing} components); migrate into an empty database",
-                to.location()
-            ),
-        });
+        return Err(GraphError::NotEmpty { target: to.location(), components: existing });
     }
     // Read everything first (one read of the source), then write it in one transaction.
     let mut tables: Vec<(&str, &str, Vec<Vec<SqlValue>>)> = Vec::new();

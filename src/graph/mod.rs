@@ -276,9 +276,14 @@ pub enum GraphError {
     /// Several components have this name.
     #[error("{count} components are named {name:?}")]
     Ambiguous { name: String, count: usize, candidates: Vec<Component> },
-    /// Another process held the write lock for longer than the busy timeout.
-    #[error("the graph store is busy (locked by another writer): {message}")]
+    /// Another process held the write lock for longer than the busy timeout (SQLite), or no
+    /// connection of the pool came free in time (PostgreSQL).
+    #[error("the graph store is busy: {message}")]
     Busy { message: String },
+    /// `graph migrate` into a graph that already holds components (a migration goes into an
+    /// empty one); `target` is its redacted location.
+    #[error("the target graph {target} is not empty ({components} components); migrate into an empty database")]
+    NotEmpty { target: String, components: usize },
     /// A change based on `expected` version of a component that is at `current` now (another
     /// writer changed it since it was read); nothing was written.
     #[error("component {id} is at version {current}, not the expected {expected}")]

@@ -360,7 +360,25 @@ impl PgStore {
     fn connection(&self) -> Result<r2d2::PooledConnection<Manager>, GraphError> {
         let pool =
             self.pool.as_ref().ok_or_else(|| GraphError::Storage { message: "the pool is closed".to_owned() })?;
-        pool.get().map_err(|err| GraphError::Busy { message: scrub(&err.to_string(), &self.url) })
+        pool.get().map_err(|err| {
+            // r2d2 says "timed out waiting for connection", followed by the last error of its
+            // attempts to connect when there was one: then the server is gone or refuses us (an
+            // unreachable store, as at open), not busy; else every pooled connection stayed in
+            // use (this process's own calls) for the whole wait.
+            let message = scrub(&err.to_string(), &self.url);
+            match message.split_once(": ") {
+                Some((_, reason)) => GraphError::Open {
+                    path: self.redacted.clone().into(),
+                    message: format!("lost the connection to the server: {reason}"),
+                },
+                None => GraphError::Busy {
+                    message: format!(
+                        "all {POOL_SIZE} connections of this process stayed in use for {} s",
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                },
+            }
+        })
     }
 
     fn scrubbed(&self, err: GraphError) -> GraphError {

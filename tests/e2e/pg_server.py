@@ -77,10 +77,19 @@ class PgServer:
                          "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C.UTF-8")
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {done.stderr}")
+        return self._launch()
+
+    def resume(self) -> PgServer:
+        """Starts the server again after `stop()` (same data, port and password)."""
+        return self._launch()
+
+    def _launch(self) -> PgServer:
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data} -c fsync=off "
                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
         if self.tls:
-            cert, key = self._make_certificates()
+            cert, key = self.base / "tls" / "server.crt", self.base / "tls" / "server.key"
+            if not cert.exists():
+                cert, key = self._make_certificates()
             options += f" -c ssl=on -c ssl_cert_file={cert} -c ssl_key_file={key}"
             (self.data / "pg_hba.conf").write_text(
                 "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n")

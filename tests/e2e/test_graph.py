@@ -908,3 +908,55 @@ def test_sslmode_require_connects_over_tls_and_verifies_the_certificate(tmp_path
             assert server.password not in done.stdout + done.stderr
     finally:
         server.stop()
+
+
+def test_a_server_gone_during_a_session_is_unavailable_not_busy(tmp_path):
+    """PostgreSQL stopped while `filepuff mcp` runs: the graph tools say the store is unreachable
+    (7001, the server's reason, no password) — a fresh user was told 7006 "locked by another
+    writer" with a hint to retry. `graph migrate` refuses a workspace with no SQLite graph (it
+    used to create an empty one and report success) and a target that is not empty (7007 with
+    the count and its own remediation)."""
+    from pg_server import bin_dir
+    if bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (initdb not found; scripts/setup-test-env installs it)")
+    server = PgServer(tmp_path / "server").start()
+    try:
+        url = server.new_database("gone")
+        root = tmp_path / "root"
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+        (root / "filepuff.toml").write_text(f'[graph]\nstore = "{url}"\n')
+
+        # Nothing to migrate yet: refused, and no SQLite graph made on the way.
+        nothing = subprocess.run([str(filepuff_binary()), "--root", str(root), "graph", "migrate", "--json", "--to", url],
+                                 capture_output=True, text=True, timeout=120)
+        assert nothing.returncode == 2 and '"code": 7001' in nothing.stderr, nothing.stderr
+        assert "no SQLite graph" in nothing.stderr and not (root / ".filepuff" / "graph.db").exists()
+
+        session = _open_session(root, log_dir(tmp_path, "gone"), toolsets="core,graph")
+        try:
+            added = session.ok("add_component", {"code_text": "def h(): ...", "component_type": "function",
+                                                 "name": "h", "description": "kept"})
+            assert added["component_id"]
+            server.stop()
+            error, text = session.error("search_code", {"query": "kept"})
+            assert error["code"] == 7001, error
+            assert "lost the connection" in error["message"] and "***" in error["context"]["path"], error
+            assert "PostgreSQL" in error["remediation"] and "writable" not in error["remediation"], error
+            assert server.password not in text + json.dumps(error)
+        finally:
+            _close_session(session)
+
+        # Into a graph that holds components: refused with the count.
+        server.resume()
+        lite = tmp_path / "lite"
+        (lite / "pkg").mkdir(parents=True)
+        (lite / "pkg" / "b.py").write_text("def b():\n    return 2\n")
+        index(lite, "--calls", "syntax")
+        full = subprocess.run([str(filepuff_binary()), "--root", str(lite), "graph", "migrate", "--json", "--to", url],
+                              capture_output=True, text=True, timeout=120)
+        assert full.returncode == 2 and '"code": 7007' in full.stderr, full.stderr
+        assert '"components": 1' in full.stderr and "createdb" in full.stderr, full.stderr
+        assert server.password not in full.stdout + full.stderr
+    finally:
+        server.stop()

@@ -185,13 +185,23 @@ pub(crate) fn store(engine: &Engine) -> Result<Arc<GraphStore>, ToolError> {
 pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
     let message = err.to_string();
     match err {
-        GraphError::Open { path, message: detail } => ToolError::new(
-            ErrorCode::GraphStoreUnavailable,
+        GraphError::Open { path, message: detail } => {
+            let remediation = if path.to_string_lossy().starts_with("postgres") {
+                "The PostgreSQL graph store ([graph] store or FILEPUFF_GRAPH_URL) could not be reached or refused the login: check that the server runs and accepts connections from here, the user, password and database in the URL, and context.detail (the server's own reason)."
+            } else {
+                "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database (the default is .filepuff/graph.db under the root)."
+            };
+            ToolError::new(ErrorCode::GraphStoreUnavailable, message, remediation)
+                .with("path", path.display().to_string())
+                .with("detail", detail)
+        }
+        GraphError::NotEmpty { target, components } => ToolError::new(
+            ErrorCode::GraphStoreFailed,
             message,
-            "Check that the directory of [graph] path (filepuff.toml) is writable and that the file is a filepuff graph database (the default is .filepuff/graph.db under the root); for PostgreSQL ([graph] store or FILEPUFF_GRAPH_URL) check the server, the login and context.detail.",
+            "`filepuff graph migrate` copies into an empty graph only: create a new database (createdb) and give its URL, or empty this one's filepuff tables first.",
         )
-        .with("path", path.display().to_string())
-        .with("detail", detail),
+        .with("path", target)
+        .with("components", components),
         GraphError::SchemaTooNew { path, found, supported } => ToolError::new(
             ErrorCode::GraphSchemaTooNew,
             message,
@@ -236,7 +246,7 @@ pub fn graph_error(err: GraphError, engine: &Engine) -> ToolError {
         GraphError::Busy { message: detail } => ToolError::new(
             ErrorCode::GraphStoreBusy,
             message,
-            "Another filepuff process held the graph's write lock too long; retry the call.",
+            "SQLite: another filepuff process held the graph's write lock too long; PostgreSQL: this process's connections stayed busy (or row locks were held). Retry the call.",
         )
         .with("path", graph_path_text(engine))
         .with("detail", detail),
