@@ -339,23 +339,8 @@ impl GraphStore {
             }
             // Insert unless it exists (the unique key decides, also against a concurrent
             // writer), then update the metadata of the one that was there.
-            let uid = new_uid(tx)?;
-            let inserted = tx.query_opt(
-                &format!(
-                    "INSERT INTO relationships (source, target, type, uid, metadata, origin, created_at) \
-                     SELECT s.seq, t.seq, ?3, ?4, ?5, 0, {} FROM components s, components t \
-                     WHERE s.id = ?1 AND t.id = ?2 ON CONFLICT DO NOTHING RETURNING uid",
-                    now_ms_sql(tx)
-                ),
-                &sql_params![
-                    source_id,
-                    target_id,
-                    type_code(relationship_type),
-                    uid.as_slice(),
-                    stored_metadata(metadata)
-                ],
-            )?;
-            if inserted.is_some() {
+            if let Some(uid) = insert_relationship_row(tx, source_id, target_id, relationship_type, metadata, "manual")?
+            {
                 return Ok((uuid_text(&uid), true));
             }
             let existing = tx.query_one(
@@ -691,12 +676,26 @@ pub(crate) fn insert_relationship(
     metadata: &Value,
     origin: &str,
 ) -> Result<usize, GraphError> {
+    insert_relationship_row(tx, source_id, target_id, relationship_type, metadata, origin)
+        .map(|uid| usize::from(uid.is_some()))
+}
+
+/// The one `INSERT` of a relationship (a fresh uid; nothing when the unique key of source, type
+/// and target exists, also against a concurrent writer): the new row's uid, or `None`.
+fn insert_relationship_row(
+    tx: &dyn Db,
+    source_id: &str,
+    target_id: &str,
+    relationship_type: RelationshipType,
+    metadata: &Value,
+    origin: &str,
+) -> Result<Option<[u8; 16]>, GraphError> {
     let uid = new_uid(tx)?;
-    tx.execute(
+    let inserted = tx.query_opt(
         &format!(
             "INSERT INTO relationships (source, target, type, uid, metadata, origin, created_at) \
              SELECT s.seq, t.seq, ?3, ?4, ?5, ?6, {} FROM components s, components t \
-             WHERE s.id = ?1 AND t.id = ?2 ON CONFLICT DO NOTHING",
+             WHERE s.id = ?1 AND t.id = ?2 ON CONFLICT DO NOTHING RETURNING uid",
             now_ms_sql(tx)
         ),
         &sql_params![
@@ -707,7 +706,8 @@ pub(crate) fn insert_relationship(
             stored_metadata(metadata),
             origin_code(origin)
         ],
-    )
+    )?;
+    Ok(inserted.map(|_| uid))
 }
 
 pub(crate) fn record_status(
