@@ -380,10 +380,23 @@ def test_the_status_bar_says_gopls_is_ready(vscode):
 def test_hover_after_an_emoji_shows_goplss_text(vscode):
     vscode.open_file("main.go")
     x, y = vscode.word_center("NewSquare", "😀")
-    vscode.page.mouse.move(x - 40, y + 200)
-    vscode.page.mouse.move(x, y)
-    hover = vscode.page.wait_for_selector(".monaco-hover .hover-contents", state="visible", timeout=WAIT * 1000)
-    wait_until(lambda: "NewSquare makes" in hover.inner_text(), WAIT, "gopls's hover text")
+
+    def hovered():
+        # One mouse rest asks once; an empty answer (gopls still loading the package) shows no
+        # hover at all. A person moves the mouse away and back: so does the test, every 5 s.
+        vscode.page.mouse.move(x - 40, y + 200)
+        vscode.page.mouse.move(x, y)
+        try:
+            hover = vscode.page.wait_for_selector(".monaco-hover .hover-contents", state="visible", timeout=5_000)
+        except Exception:  # playwright's TimeoutError: nothing shown yet
+            return None
+        try:
+            wait_until(lambda: "NewSquare makes" in hover.inner_text(), 5, "gopls's hover text")
+        except Exception:  # not gopls's text yet, or the hover went away (a detached element)
+            return None
+        return hover
+
+    hover = wait_until(hovered, WAIT, "gopls's hover over NewSquare", interval=0.5)
     vscode.shot("02-hover")
     lines = [line.strip() for line in hover.inner_text().splitlines() if line.strip()]
     assert lines == ["func shapes.NewSquare(side float64) shapes.Square", "NewSquare makes a Square of side side.",
