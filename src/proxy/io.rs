@@ -4,6 +4,7 @@
 //! channels ([`ChannelReader`], [`ChannelWriter`]). No async stdio (which hops through tokio's
 //! blocking pool on every read and write) sits on the request path.
 
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -21,7 +22,10 @@ pub fn serve_stdio(root: Option<PathBuf>, agents: Arc<dyn AgentDoor>) -> anyhow:
     // One thread for the editor's main loop, the servers' clients and the agents' sessions
     // (tools run on the blocking pool): messages pass between them without thread wake-ups.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(std::io::stdout()), root, agents));
+    // Not `std::io::stdout()`: it is line-buffered and would write a frame's header (which ends
+    // in a line break) and its body in two `write`s, waking the editor twice per message.
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let result = runtime.block_on(serve(Box::new(std::io::stdin()), Box::new(stdout), root, agents));
     // The stdin thread may still sit in a blocking read: do not wait for it.
     runtime.shutdown_background();
     result
