@@ -99,7 +99,9 @@ impl<R: Read> FrameReader<R> {
     }
 }
 
-fn frame_of(item: Decoded) -> Frame {
+/// The checked frame for one decoded item: a body goes through [`check`], anything else is a parse
+/// error (-32700).
+pub fn frame_of(item: Decoded) -> Frame {
     match item {
         Decoded::Body(body) => check(body),
         other => invalid(Value::Null, -32700, &other.to_string()),

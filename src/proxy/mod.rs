@@ -62,24 +62,15 @@ use tower::ServiceBuilder;
 use crate::documents::{Encoding, Language};
 use crate::engine::Engine;
 
-pub use io::serve_stdio;
+pub use io::{EditorStream, serve_stdio};
 pub use text_sync::EDITOR_FOCUS;
 pub use translate::{LegendMap, Translator};
 
 use crate::engine::agents::{AgentDoor, OpenDoor};
 
-/// Serves one editor session over `input`/`output` (see [`serve_stdio`]).
-///
-/// The editor's stream is read and checked ([`frame`]) on a thread of its own, with blocking
-/// reads, and written on another ([`io::editor_stream`]): no async stdio (which hops through
-/// tokio's blocking pool on every read and write) sits on the request path.
-pub async fn serve(
-    input: Box<dyn std::io::Read + Send>,
-    output: Box<dyn std::io::Write + Send>,
-    root: Option<PathBuf>,
-    agents: Arc<dyn AgentDoor>,
-) -> anyhow::Result<()> {
-    let (reader, writer, flusher) = io::editor_stream(input, output)?;
+/// Serves one editor session over `stream` (see [`serve_stdio`] and [`io`]).
+pub async fn serve(stream: EditorStream, root: Option<PathBuf>, agents: Arc<dyn AgentDoor>) -> anyhow::Result<()> {
+    let (reader, writer, flusher) = io::editor_stream(stream)?;
     let shared = Arc::new_cyclic(|weak| Shared {
         editor: OnceLock::new(),
         root_hint: root,

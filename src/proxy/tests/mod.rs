@@ -107,9 +107,11 @@ impl Editor {
         }
 
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
-        let input = theirs.try_clone().expect("a second handle");
+        // The path `filepuff lsp` takes when an editor gives it pipes or sockets.
+        let input = std::os::fd::OwnedFd::from(theirs.try_clone().expect("a second handle"));
+        let stream = super::EditorStream::Fds { input, output: theirs.into() };
         let session = tokio::spawn(async move {
-            let result = super::serve(Box::new(input), Box::new(theirs), None, Arc::new(NoAgents)).await;
+            let result = super::serve(stream, None, Arc::new(NoAgents)).await;
             if let Err(err) = result {
                 tracing::warn!("the session ended: {err}");
             }
