@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod proxy;
 pub mod search;
 pub mod signals;
+pub mod stdio;
 pub mod syntax;
 pub mod tools;
 pub mod workspace;

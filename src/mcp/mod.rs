@@ -581,7 +581,8 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// Longest wait, at the end of a stdio session, for its last answers to reach stdout.
 pub(crate) const STDOUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Serves MCP over stdin/stdout (each on a thread of its own: [`stdio::threads`]), with the tools of `toolsets`, until the client disconnects;
+/// Serves MCP over stdin/stdout (polled by the runtime, or each on a thread of its own:
+/// [`stdio::threads`]), with the tools of `toolsets`, until the client disconnects;
 /// with `notice`, results say when they come from disk while an editor runs
 /// ([`McpServer::with_disk_notice`]). The stream is read through [`GuardedTransport`]:
 /// malformed lines are answered, messages before `initialize` that need no answer are ignored,
@@ -595,8 +596,8 @@ pub async fn serve_stdio(
     if let Some(notice) = notice {
         server = server.with_disk_notice(notice);
     }
-    let (stdout, writer) = stdio::threads::stdout();
-    let transport = GuardedTransport::new(stdio::threads::stdin(), stdout);
+    let (stdin, stdout, writer) = stdio::threads::open();
+    let transport = GuardedTransport::new(stdin, stdout);
     let service = server.serve(transport).await?;
     service.waiting().await?;
     // The answers flushed last reach stdout before the process exits.

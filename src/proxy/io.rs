@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{frame, serve};
 use crate::engine::agents::AgentDoor;
+use crate::stdio::NonBlocking;
 
 /// Runs `filepuff lsp` on stdin/stdout until the editor sends `exit` or closes the pipe.
 /// `root` is used when `initialize` names no workspace. Errors: the runtime could not start,
@@ -50,72 +51,18 @@ pub enum EditorStream {
 }
 
 impl EditorStream {
-    /// This process's stdin and stdout: [`EditorStream::Fds`] (duplicates of descriptors 0 and 1)
-    /// when both are pipes or sockets and stdout is not also stderr (a non-blocking stderr could
-    /// lose log lines); else [`EditorStream::Threads`]. Never `std::io::stdout()` itself: it is
-    /// line-buffered and would write a frame's header (which ends in a line break) and its body
-    /// in two `write`s, waking the editor twice per message. Errors: a descriptor could not be
-    /// duplicated.
+    /// This process's stdin and stdout: [`EditorStream::Fds`] when both are pipes or sockets
+    /// ([`crate::stdio::pollable`]), else [`EditorStream::Threads`]. Never `std::io::stdout()`
+    /// itself: it is line-buffered and would write a frame's header (which ends in a line break)
+    /// and its body in two `write`s, waking the editor twice per message. Errors: a descriptor
+    /// could not be duplicated.
     pub fn stdio() -> std::io::Result<EditorStream> {
-        let input = std::io::stdin().as_fd().try_clone_to_owned()?;
-        let output = std::io::stdout().as_fd().try_clone_to_owned()?;
-        let pollable = |fd: &OwnedFd| {
-            fd_stat(fd).is_some_and(|st| matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK))
-        };
-        let same_as_stderr = match (fd_stat(&output), fd_stat(&std::io::stderr().as_fd().try_clone_to_owned()?)) {
-            (Some(out), Some(err)) => out.st_dev == err.st_dev && out.st_ino == err.st_ino,
-            _ => true,
-        };
-        if pollable(&input) && pollable(&output) && !same_as_stderr {
+        if let Some((input, output)) = crate::stdio::pollable()? {
             return Ok(EditorStream::Fds { input, output });
         }
+        let input = std::io::stdin().as_fd().try_clone_to_owned()?;
+        let output = std::io::stdout().as_fd().try_clone_to_owned()?;
         Ok(EditorStream::Threads { input: Box::new(File::from(input)), output: Box::new(File::from(output)) })
-    }
-}
-
-fn fd_stat(fd: &OwnedFd) -> Option<libc::stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `fd` is an open descriptor and `st` is a valid out-pointer for one `stat`.
-    let rc = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) };
-    // SAFETY: fstat filled `st` when it returned 0.
-    (rc == 0).then(|| unsafe { st.assume_init() })
-}
-
-/// A descriptor switched to non-blocking mode; its original flags come back on drop (the open
-/// file description may be shared with the editor or the shell that started filepuff).
-struct NonBlocking {
-    file: File,
-    flags: libc::c_int,
-}
-
-impl NonBlocking {
-    fn new(fd: OwnedFd) -> std::io::Result<NonBlocking> {
-        // SAFETY: fcntl on an open descriptor with F_GETFL / F_SETFL and an int argument.
-        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-        if flags < 0 || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(NonBlocking { file: File::from(fd), flags })
-    }
-
-    /// Registered with the runtime's reactor. Errors: the descriptor cannot be polled.
-    fn polled(self) -> std::io::Result<AsyncFd<NonBlocking>> {
-        // SAFETY: the descriptor is owned by `self.file`, which the AsyncFd owns from here on:
-        // it stays open and the same for the AsyncFd's whole life.
-        Ok(unsafe { AsyncFd::register(self) }?)
-    }
-}
-
-impl AsRawFd for NonBlocking {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.file.as_raw_fd()
-    }
-}
-
-impl Drop for NonBlocking {
-    fn drop(&mut self) {
-        // SAFETY: as in `new`; a failure leaves the descriptor as it is.
-        unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETFL, self.flags) };
     }
 }
 
@@ -131,7 +78,7 @@ enum Sink {
     /// To the writer thread.
     Thread(std::sync::mpsc::Sender<Out>),
     /// Written from the runtime's thread.
-    Fd(Arc<FdWriter>),
+    Fd(Arc<QueuedWriter>),
 }
 
 impl Sink {
@@ -146,7 +93,7 @@ impl Sink {
 
 /// Writes to a non-blocking pipe or socket: at once when nothing waits before it, else queued
 /// for [`drain`], which writes as the editor reads.
-pub(super) struct FdWriter {
+pub(super) struct QueuedWriter {
     fd: AsyncFd<NonBlocking>,
     pending: Mutex<Pending>,
     /// Something was queued.
@@ -164,7 +111,7 @@ struct Pending {
     closed: bool,
 }
 
-impl FdWriter {
+impl QueuedWriter {
     fn send(&self, bytes: Vec<u8>) -> bool {
         let mut pending = self.pending.lock();
         if pending.closed {
@@ -189,7 +136,7 @@ impl FdWriter {
     /// error closes the writer.
     fn write_queued(&self, pending: &mut Pending) -> std::io::Result<()> {
         while let Some(front) = pending.queue.front() {
-            match (&self.fd.get_ref().file).write(&front[pending.at..]) {
+            match self.fd.get_ref().file().write(&front[pending.at..]) {
                 Ok(0) => return self.close(pending, std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     pending.at += n;
@@ -215,8 +162,8 @@ impl FdWriter {
     }
 }
 
-/// Writes what [`FdWriter::send`] could not, as the editor reads; ends when writing fails.
-async fn drain(writer: Arc<FdWriter>) {
+/// Writes what [`QueuedWriter::send`] could not, as the editor reads; ends when writing fails.
+async fn drain(writer: Arc<QueuedWriter>) {
     loop {
         writer.queued.notified().await;
         loop {
@@ -263,7 +210,7 @@ async fn read_fd(input: AsyncFd<NonBlocking>, main_loop: tokio::sync::mpsc::Unbo
             }
         }
         let Ok(mut ready) = input.readable().await else { return };
-        match ready.try_io(|fd| (&fd.get_ref().file).read(&mut chunk)) {
+        match ready.try_io(|fd| fd.get_ref().file().read(&mut chunk)) {
             Ok(Ok(0)) => {
                 if let Some(item) = decoder.finish() {
                     deliver(frame::frame_of(item), &main_loop, &sink);
@@ -382,7 +329,7 @@ pub(super) fn editor_stream(stream: EditorStream) -> std::io::Result<(ChannelRea
         }
         EditorStream::Fds { input, output } => {
             let input = NonBlocking::new(input)?.polled()?;
-            let writer = Arc::new(FdWriter {
+            let writer = Arc::new(QueuedWriter {
                 fd: NonBlocking::new(output)?.polled()?,
                 pending: Mutex::new(Pending::default()),
                 queued: tokio::sync::Notify::new(),
@@ -404,7 +351,7 @@ pub(super) enum Flusher {
     Thread(std::sync::mpsc::Sender<Out>),
     /// The queue of the runtime's writer is empty; the reading and writing tasks stop when
     /// this is dropped.
-    Fd { writer: Arc<FdWriter>, tasks: [tokio::task::AbortHandle; 2] },
+    Fd { writer: Arc<QueuedWriter>, tasks: [tokio::task::AbortHandle; 2] },
 }
 
 impl Flusher {
@@ -526,20 +473,5 @@ mod tests {
         let (editor, ours) = UnixStream::pair().expect("a socket pair");
         let input = Box::new(std::io::Cursor::new(editor_bytes()));
         exchange(EditorStream::Threads { input, output: Box::new(ours) }, editor).await;
-    }
-
-    #[test]
-    fn the_descriptors_flags_come_back_when_the_session_ends() {
-        let (_editor, ours) = UnixStream::pair().expect("a socket pair");
-        let fd = OwnedFd::from(ours.try_clone().expect("a second handle"));
-        let blocking = || {
-            // SAFETY: F_GETFL on an open descriptor.
-            unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&ours), libc::F_GETFL) & libc::O_NONBLOCK == 0 }
-        };
-        assert!(blocking());
-        let switched = super::NonBlocking::new(fd).expect("non-blocking");
-        assert!(!blocking(), "the shared description is non-blocking while the session runs");
-        drop(switched);
-        assert!(blocking());
     }
 }

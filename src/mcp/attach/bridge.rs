@@ -23,7 +23,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::{BoxRead, DiskNotice};
 use crate::engine::Engine;
-use crate::mcp::stdio::threads::{self, ThreadStdout};
+use crate::mcp::stdio::threads::{self, Stdout};
 use crate::mcp::{Line, LineReader, MAX_LINE_BYTES};
 
 /// How long the bridge looks for a new owner of the socket after the editor's session ended,
@@ -97,8 +97,8 @@ impl Upstream {
 /// Errors: stdin or stdout failed, or the standalone MCP server stopped.
 pub async fn bridge(root: &Path, toolsets: Option<String>, fallback: Arc<Engine>) -> anyhow::Result<()> {
     let toolsets = toolsets.as_deref();
-    let mut stdin = LineReader::new(threads::stdin(), MAX_LINE_BYTES);
-    let (mut stdout, writer) = threads::stdout();
+    let (stdin, mut stdout, writer) = threads::open();
+    let mut stdin = LineReader::new(stdin, MAX_LINE_BYTES);
     let result = relay(root, toolsets, &fallback, &mut stdin, &mut stdout).await;
     // The answers flushed last reach the agent before the process exits.
     drop(stdout);
@@ -110,8 +110,8 @@ async fn relay(
     root: &Path,
     toolsets: Option<&str>,
     fallback: &Arc<Engine>,
-    stdin: &mut LineReader<threads::ThreadStdin>,
-    stdout: &mut ThreadStdout,
+    stdin: &mut LineReader<threads::Stdin>,
+    stdout: &mut Stdout,
 ) -> anyhow::Result<()> {
     let mut replay = Replay::default();
     let mut upstream = match connect_or_await_starting(root).await {
@@ -252,7 +252,7 @@ async fn next_upstream(
     fallback: &Arc<Engine>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut ThreadStdout,
+    stdout: &mut Stdout,
 ) -> anyhow::Result<Upstream> {
     let started = Instant::now();
     // Longer while an editor's filepuff lsp for the root has announced itself: it is starting
@@ -275,7 +275,7 @@ async fn next_upstream(
 }
 
 /// Answers every request in flight with an error: its server is gone.
-async fn fail_pending(replay: &mut Replay, stdout: &mut ThreadStdout) -> std::io::Result<()> {
+async fn fail_pending(replay: &mut Replay, stdout: &mut Stdout) -> std::io::Result<()> {
     for id in std::mem::take(&mut replay.pending) {
         let error = json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -32603,
@@ -352,7 +352,7 @@ async fn attach(
     pid: Option<u32>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut ThreadStdout,
+    stdout: &mut Stdout,
 ) -> anyhow::Result<Upstream> {
     let (read, write) = stream.into_split();
     let mut upstream = Upstream {
@@ -372,7 +372,7 @@ async fn standalone(
     engine: &Arc<Engine>,
     toolsets: Option<&str>,
     replay: &mut Replay,
-    stdout: &mut ThreadStdout,
+    stdout: &mut Stdout,
 ) -> anyhow::Result<Upstream> {
     use rmcp::ServiceExt;
     let selection = super::toolsets(engine, toolsets).map_err(anyhow::Error::msg)?;
@@ -408,7 +408,7 @@ async fn standalone(
 /// Replays the agent's `initialize` (waiting for the answer, which goes to the agent only if it
 /// is still waiting for one) and `notifications/initialized`. Nothing to do before the agent
 /// sent `initialize`.
-async fn handshake(upstream: &mut Upstream, replay: &mut Replay, stdout: &mut ThreadStdout) -> anyhow::Result<()> {
+async fn handshake(upstream: &mut Upstream, replay: &mut Replay, stdout: &mut Stdout) -> anyhow::Result<()> {
     let Some((initialize, id)) = replay.initialize.clone() else { return Ok(()) };
     upstream.send(&initialize).await?;
     let answer = tokio::time::timeout(HANDSHAKE, async {

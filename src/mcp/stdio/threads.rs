@@ -1,14 +1,17 @@
-//! This process's stdin and stdout for an MCP session, each served by a thread of its own.
+//! This process's stdin and stdout for an MCP session: polled by the runtime's own thread when
+//! they are pipes or sockets ([`crate::stdio`]), else each served by a thread of its own
+//! ([`open`] decides).
 //!
 //! tokio's `Stdin` and `Stdout` run every read and every write as a separate job on the blocking
 //! pool (a hand-off and a wake-up each; `write_all` of an answer then of its line break, then
 //! `flush`, is three), which is most of what a request through `filepuff mcp` costs beyond the
-//! tool itself. Here one thread blocks in `read(0)` and hands the chunks it reads to the
-//! session, and one thread writes what the session flushed, one `write(1)` per flushed message.
+//! tool itself. With threads, one blocks in `read(0)` and hands the chunks it reads to the
+//! session, and one writes what the session flushed, one `write(1)` per flushed message; polled,
+//! the session reads and writes the descriptors itself and no thread is crossed.
 //!
 //! Bounded both ways: at most [`CHUNKS`] chunks of up to [`CHUNK_BYTES`] bytes wait to be read
 //! (the reading thread blocks, and the agent's writes with it), and at most [`CHUNKS`] flushed
-//! messages wait to be written (the session waits in `flush`).
+//! messages wait to be written (the session waits in `flush`); polled, nothing waits in between.
 
 use std::io::{self, Read, Write};
 use std::pin::Pin;
@@ -18,6 +21,88 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
 use tokio_util::sync::PollSender;
+
+use crate::stdio::{FdReader, FdWriter};
+
+/// This process's stdin and stdout for one session, and what waits for the last writes: polled
+/// when both are pipes or sockets ([`crate::stdio::pollable`]), else on threads ([`stdin`],
+/// [`stdout`]). Call once per process, within the runtime that serves the session.
+pub fn open() -> (Stdin, Stdout, StdoutDone) {
+    let polled = crate::stdio::pollable()
+        .and_then(|fds| fds.map(|(input, output)| Ok((FdReader::new(input)?, FdWriter::new(output)?))).transpose());
+    match polled {
+        Ok(Some((input, output))) => (Stdin::Polled(input), Stdout::Polled(output), StdoutDone::Written),
+        result => {
+            if let Err(err) = result {
+                tracing::debug!("stdin and stdout on threads: {err}");
+            }
+            let (output, thread) = stdout();
+            (Stdin::Thread(stdin()), Stdout::Thread(output), StdoutDone::Thread(thread))
+        }
+    }
+}
+
+/// The read side of [`open`].
+pub enum Stdin {
+    Polled(FdReader),
+    Thread(ThreadStdin),
+}
+
+impl AsyncRead for Stdin {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stdin::Polled(input) => Pin::new(input).poll_read(cx, buf),
+            Stdin::Thread(input) => Pin::new(input).poll_read(cx, buf),
+        }
+    }
+}
+
+/// The write side of [`open`].
+pub enum Stdout {
+    Polled(FdWriter),
+    Thread(ThreadStdout),
+}
+
+impl AsyncWrite for Stdout {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stdout::Polled(output) => Pin::new(output).poll_write(cx, buf),
+            Stdout::Thread(output) => Pin::new(output).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stdout::Polled(output) => Pin::new(output).poll_flush(cx),
+            Stdout::Thread(output) => Pin::new(output).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stdout::Polled(output) => Pin::new(output).poll_shutdown(cx),
+            Stdout::Thread(output) => Pin::new(output).poll_shutdown(cx),
+        }
+    }
+}
+
+/// What lets the last flushed writes reach stdout before the process exits.
+pub enum StdoutDone {
+    /// Polled: a flush returns once written.
+    Written,
+    /// The writer thread behind a [`ThreadStdout`].
+    Thread(StdoutThread),
+}
+
+impl StdoutDone {
+    /// Waits, at most `timeout`, for what was flushed to be written; call after the [`Stdout`]
+    /// is dropped.
+    pub fn wait(self, timeout: Duration) {
+        if let StdoutDone::Thread(thread) = self {
+            thread.wait(timeout);
+        }
+    }
+}
 
 /// Chunks queued between a thread and the session, each way.
 pub const CHUNKS: usize = 16;
