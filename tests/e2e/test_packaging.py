@@ -83,7 +83,7 @@ def test_cargo_package_ships_sources_not_corpora() -> None:
     listed = run(["cargo", "package", "--list", "--allow-dirty", "--offline"], cwd=REPO)
     assert listed.returncode == 0, listed.stderr
     files = listed.stdout.split()
-    assert {"Cargo.toml", "Cargo.lock", "README.md", "src/main.rs", "src/lib.rs"} <= set(files)
+    assert {"Cargo.toml", "Cargo.lock", "README.md", "LICENSE-APACHE", "LICENSE-MIT", "src/main.rs", "src/lib.rs"} <= set(files)
     shipped_elsewhere = ("tests/", "editors/", "bench/", "scripts/", ".ci/", "proptest-regressions/", "docs/images/")
     assert [f for f in files if f.startswith(shipped_elsewhere)] == []
     size = sum((REPO / f).stat().st_size for f in files if (REPO / f).is_file())
