@@ -224,7 +224,13 @@ class Workbench:
         wait_until(lambda: self.cursor().startswith(f"Ln {line},") and "selected" in self.cursor(), 10,
                    f"{text!r} selected on line {line}")
         self.page.keyboard.press("Escape")
+        # Keys pressed before the find widget has handed the focus back go to the widget (Enter
+        # there finds the next match) and the match stays selected: the next typing replaces it.
+        wait_until(lambda: self.focus().startswith("editor:") and not self.page.is_visible(".find-widget.visible"),
+                   10, f"the find widget to close ({self.focus()})")
         self.page.keyboard.press("ArrowLeft")
+        wait_until(lambda: self.cursor().startswith(f"Ln {line},") and "selected" not in self.cursor(), 10,
+                   f"the selection on line {line} to collapse ({self.cursor()!r})")
         assert self.active_tab() == name, f"the cursor moved in {self.active_tab()!r}, not {name!r}"
 
 
@@ -420,6 +426,7 @@ def test_a_typed_error_shows_in_problems_and_clears(vscode):
     vscode.cursor_to("main.go", 11, "Println")
     vscode.page.keyboard.press("End")
     vscode.page.keyboard.press("Enter")
+    wait_until(lambda: vscode.cursor().startswith("Ln 12,"), 10, f"a new line 12 ({vscode.cursor()!r})")
     vscode.type_in_editor("var unused int")
     # The workbench renders typed text asynchronously: wait for the line, in main.go.
     try:
