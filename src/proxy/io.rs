@@ -225,7 +225,8 @@ async fn read_fd(input: AsyncFd<NonBlocking>, main_loop: tokio::sync::mpsc::Unbo
     }
 }
 
-/// The main loop's input: checked frames from the reader thread.
+/// The main loop's input: checked frames from the reader (the thread, or the task polling the
+/// pipe).
 pub(super) struct ChannelReader {
     rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
     current: Vec<u8>,
