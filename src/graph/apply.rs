@@ -16,7 +16,7 @@ use super::analyze::{FileAnalysis, NamedLink, SourceRef};
 use super::db::{Db, sql_params};
 use super::source::{self, Stored};
 use super::store::{
-    SourceSlice, dir_of, fts_replace, insert_component, insert_relationship, metadata_text, name_terms, now_sql,
+    SourceSlice, dir_of, fts_replace, insert_component, insert_relationship_row, metadata_text, name_terms, now_sql,
 };
 use super::{ComponentType, GraphError, NewComponent, RelationshipType, Status};
 
@@ -366,7 +366,8 @@ pub(crate) fn link(
     if source == target {
         return Ok(0);
     }
-    insert_relationship(conn, source, target, kind, metadata, "analysis")
+    // How many rows were inserted (0 or 1).
+    insert_relationship_row(conn, source, target, kind, metadata, "analysis").map(|uid| usize::from(uid.is_some()))
 }
 
 /// A stored component as [`upsert`] compares it.

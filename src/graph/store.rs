@@ -666,23 +666,9 @@ pub(crate) fn metadata_text(metadata: &Value) -> String {
     }
 }
 
-/// Inserts a relationship with a fresh id unless one with the same source, type and target
-/// exists (then nothing changes). Returns how many rows were inserted (0 or 1).
-pub(crate) fn insert_relationship(
-    tx: &dyn Db,
-    source_id: &str,
-    target_id: &str,
-    relationship_type: RelationshipType,
-    metadata: &Value,
-    origin: &str,
-) -> Result<usize, GraphError> {
-    insert_relationship_row(tx, source_id, target_id, relationship_type, metadata, origin)
-        .map(|uid| usize::from(uid.is_some()))
-}
-
 /// The one `INSERT` of a relationship (a fresh uid; nothing when the unique key of source, type
 /// and target exists, also against a concurrent writer): the new row's uid, or `None`.
-fn insert_relationship_row(
+pub(crate) fn insert_relationship_row(
     tx: &dyn Db,
     source_id: &str,
     target_id: &str,
