@@ -494,7 +494,6 @@ fn definition_locations(response: Option<GotoDefinitionResponse>) -> Vec<Locatio
 }
 
 /// A location in filepuff's units, and the file's text when it is inside the root.
-/// A location in filepuff's units, and the file's text when it is inside the root.
 pub(super) fn location_info(engine: &Engine, location: &Location, encoding: Encoding) -> (LocationInfo, Option<Rope>) {
     Locator::new(engine, encoding).info(location)
 }
