@@ -308,6 +308,10 @@ pub struct ClientRef {
     pub name: String,
 }
 
+/// Bytes of a message to a server gathered before they are written: a frame this size or
+/// smaller reaches the server in one `write`; a larger one is written as it comes.
+const FRAME_WRITE_BUFFER: usize = 64 * 1024;
+
 static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl LspClient {
@@ -393,8 +397,12 @@ impl LspClient {
         let (loop_child, loop_reason) = (child.clone(), exit_reason.clone());
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let loop_stopping = stopping.clone();
+        // async-lsp writes a frame's header and its body separately, then flushes: buffered, the
+        // server gets each message in one `write` (one wake-up instead of two; gopls's reader
+        // otherwise wakes for the header alone). Flushed after every message.
+        let input = tokio::io::BufWriter::with_capacity(FRAME_WRITE_BUFFER, stdin);
         let mainloop = tokio::spawn(async move {
-            if let Err(err) = mainloop.run_buffered(output.compat(), stdin.compat_write()).await {
+            if let Err(err) = mainloop.run_buffered(output.compat(), input.compat_write()).await {
                 let reason = match err {
                     async_lsp::Error::Io(err) => err.to_string(),
                     async_lsp::Error::Eof => "it closed its output".to_owned(),
