@@ -406,6 +406,22 @@ pub fn offset_to_one_based(text: &Rope, offset: usize) -> (OneBased, Fidelity) {
     (OneBased::from_position(position), fidelity)
 }
 
+/// Converts a [`Position`] counted in `encoding` units (a location from a server) into the
+/// 1-based line and character column (the MCP/CLI unit), looking the line up once.
+///
+/// Same result and clamps as [`position_to_offset`] followed by [`offset_to_one_based`]: a
+/// column inside a character or past the line's end clamps, a line past the end of the text
+/// gives the end of the text, both marked [`Fidelity::Clamped`].
+pub fn position_to_one_based(text: &Rope, position: Position, encoding: Encoding) -> (OneBased, Fidelity) {
+    let Some(line) = line_text(text, position.line as usize) else {
+        let (at, _) = offset_to_one_based(text, text.len_bytes());
+        return (at, Fidelity::Clamped);
+    };
+    let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, encoding);
+    let column = Position { line: position.line, character: to_u32(line.byte_to_char(byte)) };
+    (OneBased::from_position(column), fidelity)
+}
+
 /// The 0-based column, in `encoding` units, of byte `byte` within one line of text.
 ///
 /// For callers that hold a line as a string (the search module). A byte past the line's end

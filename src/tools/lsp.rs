@@ -510,18 +510,19 @@ impl<'e> Locator<'e> {
         Locator { engine, encoding, files: std::collections::HashMap::new() }
     }
 
-    /// The file of `uri` (inside the root) and its current text.
-    fn file(&mut self, uri: &Url) -> Option<(ResolvedPath, Rope)> {
-        let engine = self.engine;
-        self.files
-            .entry(uri.clone())
-            .or_insert_with(|| {
-                let workspace = engine.workspace();
-                let resolved = workspace.resolve_uri(uri).ok()?;
-                let text = engine.documents().text(&resolved.id(), workspace.config().limits.max_file_bytes).ok()?.text;
+    /// The file of `uri` (inside the root) and its current text, resolved and read once per
+    /// file.
+    fn file(&mut self, uri: &Url) -> Option<&(ResolvedPath, Rope)> {
+        if !self.files.contains_key(uri) {
+            let workspace = self.engine.workspace();
+            let file = workspace.resolve_uri(uri).ok().and_then(|resolved| {
+                let limit = workspace.config().limits.max_file_bytes;
+                let text = self.engine.documents().text(&resolved.id(), limit).ok()?.text;
                 Some((resolved, text))
-            })
-            .clone()
+            });
+            self.files.insert(uri.clone(), file);
+        }
+        self.files.get(uri).and_then(Option::as_ref)
     }
 
     /// A location in filepuff's units, and the file's text when it is inside the root.
@@ -531,19 +532,15 @@ impl<'e> Locator<'e> {
         match self.file(&location.uri) {
             Some((resolved, text)) => {
                 let convert = |p: lsp_types::Position| {
-                    let (offset, _) = position::position_to_offset(
-                        &text,
-                        position::Position { line: p.line, character: p.character },
-                        encoding,
-                    );
-                    position::offset_to_one_based(&text, offset).0
+                    let at = position::Position { line: p.line, character: p.character };
+                    position::position_to_one_based(text, at, encoding).0
                 };
                 let (start, end) = (convert(range.start), convert(range.end));
                 let line_text = position::zero_based(start.line as usize)
-                    .and_then(|line| position::line_excerpt(&text, line, start.column as usize, MAX_LINE_CHARS));
+                    .and_then(|line| position::line_excerpt(text, line, start.column as usize, MAX_LINE_CHARS));
                 (
                     LocationInfo {
-                        file: resolved.relative,
+                        file: resolved.relative.clone(),
                         line: start.line as usize,
                         column: start.column as usize,
                         end_line: end.line as usize,
@@ -551,7 +548,7 @@ impl<'e> Locator<'e> {
                         outside_root: false,
                         text: line_text,
                     },
-                    Some(text),
+                    Some(text.clone()),
                 )
             }
             None => {
@@ -954,12 +951,8 @@ pub fn file_diagnostics_within(
         let client = &answered.client;
         let encoding = client.encoding;
         let convert = |p: lsp_types::Position| {
-            let (offset, _) = position::position_to_offset(
-                text,
-                position::Position { line: p.line, character: p.character },
-                encoding,
-            );
-            position::offset_to_one_based(text, offset).0
+            let at = position::Position { line: p.line, character: p.character };
+            position::position_to_one_based(text, at, encoding).0
         };
         merged.diagnostics.extend(raw.into_iter().map(|d| {
             let (start, end) = (convert(d.range.start), convert(d.range.end));

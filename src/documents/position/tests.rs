@@ -102,6 +102,26 @@ fn one_based_mcp_columns_count_characters() {
     assert_eq!(OneBased { line: 0, column: 3 }.to_position(), None);
 }
 
+/// The one-lookup conversion of a server's position agrees with the two-step one, clamps
+/// included, for every line and column (in range and past it) of text with emoji, CJK, CRLF and
+/// a lone CR.
+#[test]
+fn server_positions_become_one_based_as_through_an_offset() {
+    for text in ["a😀b\r\n日本語x\rz\n\n", "no final break 😀", ""] {
+        let text = rope(text);
+        for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            for line in 0..6 {
+                for character in 0..14 {
+                    let at = pos(line, character);
+                    let (offset, fidelity) = position_to_offset(&text, at, encoding);
+                    let expected = (offset_to_one_based(&text, offset).0, fidelity);
+                    assert_eq!(position_to_one_based(&text, at, encoding), expected, "{at:?} {encoding:?} in {text:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn columns_within_a_line_string() {
     let line = "a😀日b";
