@@ -1,9 +1,11 @@
 """A throwaway PostgreSQL server for the graph tests: `initdb` + `pg_ctl start` on a free
-loopback port, data directory under the test's temp dir, password (SCRAM) authentication on
+loopback port, data directory under the test's temp dir (see below for root), password (SCRAM) authentication on
 127.0.0.1 only, stopped at the end.
 
-As root, the server runs as the `postgres` user (initdb refuses root): the data directory is
-chowned to it and the directories above it get the search (x) bit so it can reach them.
+As root, the server runs as the `postgres` user (initdb refuses root): its directory is then one
+of its own under the system temp dir (removed at exit), chowned to that user, not the test's
+temp dir: every pytest session that starts makes `/tmp/pytest-of-root` 0700 again, which locked
+the `postgres` user out of a running test's data directory whenever two pytest runs overlapped.
 
 Debian's `postgresql` package (scripts/setup-test-env installs it) puts the programs under
 /usr/lib/postgresql/VERSION/bin, which is not on PATH.
@@ -11,6 +13,7 @@ Debian's `postgresql` package (scripts/setup-test-env installs it) puts the prog
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import pwd
@@ -18,6 +21,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 
@@ -42,16 +46,19 @@ class PgServer:
 
     def __init__(self, base: Path, tls: bool = False):
         self.tls = tls
-        self.ca_cert = base / "tls" / "ca.crt"
         self.bin = bin_dir()
         if self.bin is None:
             raise FileNotFoundError("PostgreSQL is not installed (initdb not found; scripts/setup-test-env)")
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            base = Path(tempfile.mkdtemp(prefix="filepuff-pg-"))
+            atexit.register(shutil.rmtree, base, ignore_errors=True)
+        self.ca_cert = base / "tls" / "ca.crt"
         self.base = base
         self.data = base / "data"
         self.port = _free_port()
         self.password = "pw-" + secrets.token_hex(12)
         self.user = "postgres"
-        self.as_root = os.geteuid() == 0
         self._databases = 0
 
     def _run(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -66,7 +73,7 @@ class PgServer:
         pwfile.write_text(self.password + "\n")
         if self.as_root:
             account = pwd.getpwnam("postgres")
-            # The postgres user must reach the data directory: search bit on every parent.
+            # The postgres user must reach its directory: search bit on every parent.
             for parent in [self.base, *self.base.parents]:
                 mode = parent.stat().st_mode
                 if not mode & 0o001:
