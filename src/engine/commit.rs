@@ -24,6 +24,13 @@ use crate::documents::{ByteEdit, Language};
 use crate::edits::write::{LockedFile, WriteError};
 use crate::workspace::DocumentId;
 
+/// `editor_refused` of a confirmed edit the editor did not apply without saying why. VS Code
+/// gives no reason, and its refactor preview answers the same whether the person discarded the
+/// change or clicked Apply without ticking it (a change needing confirmation starts unticked
+/// there), so this does not claim the person declined it.
+const NOT_APPLIED: &str =
+    "the editor did not apply the edit (the person discarded it, or did not tick it before Apply)";
+
 /// Whether the person approves an edit before it lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approval {
@@ -353,9 +360,7 @@ impl Engine {
         match editor.apply(label, &request, Approval::Confirm) {
             Err(message) => return Err(CommitError::EditorUnavailable { shown, message }),
             Ok(EditorAnswer::Refused { reason }) => {
-                return Ok(CommitOutcome::Refused {
-                    reason: reason.unwrap_or_else(|| "the person declined the edit".to_owned()),
-                });
+                return Ok(CommitOutcome::Refused { reason: reason.unwrap_or_else(|| NOT_APPLIED.to_owned()) });
             }
             Ok(EditorAnswer::Applied) => {}
         }
