@@ -4,7 +4,10 @@ server directly and through `filepuff lsp`, interleaved in the same run; and the
 with 1,000 open documents. Run with `bench/run proxy` (release build, servers installed).
 
 Printed: p50 and p99 of each path and the added latency (proxy minus direct) at p50 and p99 —
-the figures the targets (≤ 100 µs p50, ≤ 1 ms p99) are about — the proxy's RSS before and
+the figures the targets (≤ 100 µs p50, ≤ 1 ms p99) are about — and, as a third path in the same
+run, the server behind `bench/relay.c` (compiled here with `cc`; it copies bytes both ways and
+parses nothing): the floor any process in between pays on this machine, which tells a slow
+machine from a slow proxy. Then the proxy's RSS before and
 after opening 1,000 CPython standard-library files (served by ruff, so the server's work stays
 small and the figure is filepuff's own), and an agent's MCP `tools/call` through the editor's
 socket (`filepuff mcp` attached) vs a standalone `filepuff mcp`: `file_read` of the open
@@ -27,6 +30,20 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("FILEPUFF_BIN", str(REPO / "target/release/filepuff"))
 TOOLS = REPO / ".tools" / "bin"
 RUNS = int(os.environ.get("BENCH_RUNS", "1000"))
+
+
+def build_relay() -> str | None:
+    """bench/relay.c compiled into a temp dir, or None (with a printed reason) without `cc`."""
+    cc = shutil.which("cc")
+    if not cc:
+        print("no cc: the C relay (the floor) is not measured")
+        return None
+    out = Path(tempfile.mkdtemp(prefix="filepuff-relay-")) / "relay"
+    subprocess.run([cc, "-O2", "-o", str(out), str(REPO / "bench" / "relay.c")], check=True)
+    return str(out)
+
+
+RELAY = None
 
 
 class Lsp:
@@ -118,9 +135,11 @@ def overhead(name, command, source, file, language, positions, env=None):
             return {"line": line, "character": len(lines[line][:chars].encode("utf-16-le")) // 2}
 
         positions = [lsp_position(spec) for spec in positions]
-        direct, proxy = Lsp(command, root, env), Lsp([BIN, "lsp"], root, env)
+        paths = {"direct": Lsp(command, root, env), "proxy": Lsp([BIN, "lsp"], root, env)}
+        if RELAY:
+            paths["relay"] = Lsp([RELAY, *command], root, env)
         uri = (root / file).as_uri()
-        for client in (direct, proxy):
+        for client in paths.values():
             client.initialize(root)
             client.notify("textDocument/didOpen", {"textDocument": {
                 "uri": uri, "languageId": language, "version": 1, "text": (root / file).read_text()}})
@@ -129,22 +148,29 @@ def overhead(name, command, source, file, language, positions, env=None):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{name} never answered hover")
                 time.sleep(0.2)
-        times = {"direct": [], "proxy": []}
+        times = {label: [] for label in paths}
         methods = ["textDocument/hover", "textDocument/definition"]
+        order = list(paths.items())
         for i in range(RUNS + 50):
             params = {"textDocument": {"uri": uri}, "position": positions[i % len(positions)]}
             method = methods[i % 2]
-            for label, client in (("direct", direct), ("proxy", proxy)) if i % 2 else (("proxy", proxy), ("direct", direct)):
+            # Each path goes first, second and last equally often.
+            turn = i % len(order)
+            for label, client in order[turn:] + order[:turn]:
                 start = time.perf_counter()
                 client.request(method, params)
                 if i >= 50:
                     times[label].append((time.perf_counter() - start) * 1e6)
-        direct.close()
-        proxy.close()
+        for client in paths.values():
+            client.close()
     d50, d99 = percentile(times["direct"], 0.5), percentile(times["direct"], 0.99)
     p50, p99 = percentile(times["proxy"], 0.5), percentile(times["proxy"], 0.99)
     print(f"{name} {RUNS} hover/definition   direct p50 {d50:8.0f} µs  p99 {d99:8.0f} µs   "
           f"proxy p50 {p50:8.0f} µs  p99 {p99:8.0f} µs   added p50 {p50 - d50:6.0f} µs  p99 {p99 - d99:6.0f} µs")
+    if "relay" in times:
+        r50, r99 = percentile(times["relay"], 0.5), percentile(times["relay"], 0.99)
+        print(f"{' ' * len(name)}   C relay (the floor)   p50 {r50:8.0f} µs  p99 {r99:8.0f} µs   "
+              f"added p50 {r50 - d50:6.0f} µs  p99 {r99 - d99:6.0f} µs   proxy minus relay p50 {p50 - r50:6.0f} µs")
 
 
 def rss_kib(pid):
@@ -250,7 +276,9 @@ def attached(runs=500):
 def main():
     if not Path(BIN).exists():
         sys.exit(f"{BIN} missing: cargo build --release")
+    global RELAY
     print(f"load average before: {os.getloadavg()[0]:.1f}")
+    RELAY = build_relay()
     fixtures = REPO / "tests" / "fixtures" / "lsp"
     tools = gopls_tools_module()
     if tools:
