@@ -531,11 +531,8 @@ impl<'e> Locator<'e> {
         let range = location.range;
         match self.file(&location.uri) {
             Some((resolved, text)) => {
-                let convert = |p: lsp_types::Position| {
-                    let at = position::Position { line: p.line, character: p.character };
-                    position::position_to_one_based(text, at, encoding).0
-                };
-                let (start, end) = (convert(range.start), convert(range.end));
+                let (start, end) =
+                    (server_one_based(text, range.start, encoding), server_one_based(text, range.end, encoding));
                 let line_text = position::zero_based(start.line as usize)
                     .and_then(|line| position::line_excerpt(text, line, start.column as usize, MAX_LINE_CHARS));
                 (
@@ -575,6 +572,12 @@ impl<'e> Locator<'e> {
             }
         }
     }
+}
+
+/// A server's position (0-based, in its `encoding` units) as filepuff's 1-based line and
+/// character column in `text`, clamped as [`position::position_to_one_based`] clamps.
+fn server_one_based(text: &Rope, p: lsp_types::Position, encoding: Encoding) -> position::OneBased {
+    position::position_to_one_based(text, position::Position { line: p.line, character: p.character }, encoding).0
 }
 
 /// Characters of a line shown in a location's `text` or a preview line; a longer line (minified
@@ -950,10 +953,7 @@ pub fn file_diagnostics_within(
         let (raw, current) = answered.value;
         let client = &answered.client;
         let encoding = client.encoding;
-        let convert = |p: lsp_types::Position| {
-            let at = position::Position { line: p.line, character: p.character };
-            position::position_to_one_based(text, at, encoding).0
-        };
+        let convert = |p: lsp_types::Position| server_one_based(text, p, encoding);
         merged.diagnostics.extend(raw.into_iter().map(|d| {
             let (start, end) = (convert(d.range.start), convert(d.range.end));
             let span = (start.line as usize, start.column as usize, end.line as usize, end.column as usize);
