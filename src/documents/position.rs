@@ -237,17 +237,22 @@ pub fn char_limited(text: &Rope, range: &Range<usize>, max_chars: usize) -> (Ran
 /// column `column` (a third of the window before it), with `…` where it was cut. `None` past the
 /// end of the text.
 pub fn line_excerpt(text: &Rope, line: usize, column: usize, max_chars: usize) -> Option<String> {
-    let slice = line_text(text, line)?;
+    Some(excerpt_of(line_text(text, line)?, column, max_chars))
+}
+
+/// [`line_excerpt`] of a line already looked up (`slice`, without its break).
+fn excerpt_of(slice: RopeSlice<'_>, column: usize, max_chars: usize) -> String {
     let chars = slice.len_chars();
     if chars <= max_chars {
-        return Some(slice.to_string().trim().to_owned());
+        let whole: std::borrow::Cow<'_, str> = slice.into();
+        return whole.trim().to_owned();
     }
     let start = column.saturating_sub(1).min(chars).saturating_sub(max_chars / 3);
     let end = (start + max_chars).min(chars);
     let window = slice.slice(start..end).to_string();
     let before = if start > 0 { "…" } else { "" };
     let after = if end < chars { "…" } else { "" };
-    Some(format!("{before}{}{after}", window.trim()))
+    format!("{before}{}{after}", window.trim())
 }
 
 /// The first `max_chars` characters of 0-based `line` without its break, and whether the line
@@ -420,6 +425,34 @@ pub fn position_to_one_based(text: &Rope, position: Position, encoding: Encoding
     let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, encoding);
     let column = Position { line: position.line, character: to_u32(line.byte_to_char(byte)) };
     (OneBased::from_position(column), fidelity)
+}
+
+/// A server's range (`start` and `end` counted in `encoding` units) as 1-based lines and
+/// character columns, with the [`line_excerpt`] of its start's line at its start's column:
+/// what a location shows an agent. The start's line is looked up once, and serves the end too
+/// when the range is on one line (nearly every location a server sends). Same answers and
+/// clamps as [`position_to_one_based`] of each end and [`line_excerpt`] at the start.
+pub fn range_to_one_based(
+    text: &Rope,
+    start: Position,
+    end: Position,
+    encoding: Encoding,
+    max_chars: usize,
+) -> (OneBased, OneBased, Option<String>) {
+    let Some(line) = line_text(text, start.line as usize) else {
+        // Past the end of the text: both ends clamp there.
+        let first = position_to_one_based(text, start, encoding).0;
+        let excerpt =
+            zero_based(first.line as usize).and_then(|l| line_excerpt(text, l, first.column as usize, max_chars));
+        return (first, position_to_one_based(text, end, encoding).0, excerpt);
+    };
+    let on_line = |at: Position| {
+        let (byte, _) = byte_of_column_in(line.chars(), at.character as usize, encoding);
+        OneBased::from_position(Position { line: at.line, character: to_u32(line.byte_to_char(byte)) })
+    };
+    let first = on_line(start);
+    let last = if end.line == start.line { on_line(end) } else { position_to_one_based(text, end, encoding).0 };
+    (first, last, Some(excerpt_of(line, first.column as usize, max_chars)))
 }
 
 /// The 0-based column, in `encoding` units, of byte `byte` within one line of text.

@@ -227,10 +227,28 @@ impl Workspace {
     /// lexically whose real location is outside is a [`WorkspaceError::SymlinkEscape`]; any
     /// other path whose real location is outside is [`WorkspaceError::OutsideRoot`].
     fn resolve_path(&self, path: &Path, input: &str) -> Result<ResolvedPath, WorkspaceError> {
+        self.sandbox(path, input, canonicalize_existing_prefix)
+    }
+
+    /// A batch of resolutions that share what they learn about directories: for the many
+    /// URIs of one answer (a server's references span dozens of files in a few directories).
+    /// Answers are those of [`Workspace::resolve_uri`] and [`Workspace::document_id_for_uri`].
+    pub fn resolver(&self) -> Resolver<'_> {
+        Resolver { workspace: self, dirs: std::collections::HashMap::new() }
+    }
+
+    /// [`Workspace::resolve_path`] with `canonical` turning the lexically normalised absolute
+    /// path into its real location.
+    fn sandbox(
+        &self,
+        path: &Path,
+        input: &str,
+        canonical: impl FnOnce(&Path) -> PathBuf,
+    ) -> Result<ResolvedPath, WorkspaceError> {
         let joined = if path.is_absolute() { path.to_path_buf() } else { self.root.join(path) };
         let normalised = normalise_lexically(&joined)
             .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
-        let real = canonicalize_existing_prefix(&normalised);
+        let real = canonical(&normalised);
         if !real.starts_with(&self.root) {
             if !normalised.starts_with(&self.root) {
                 return Err(WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() });
@@ -243,6 +261,63 @@ impl Workspace {
         }
         let relative = relative_string(real.strip_prefix(&self.root).unwrap_or(Path::new("")));
         Ok(ResolvedPath { absolute: real, relative })
+    }
+}
+
+/// Resolutions that remember, for as long as the batch lives, the real location of each
+/// directory they went through: a path is then one `lstat` of its last component (its
+/// directory, once per batch, an `lstat` per component not yet seen) instead of a `readlink`
+/// per component (`realpath`). Made by [`Workspace::resolver`] for one answer; what it learnt
+/// is not checked again, so a batch must not outlive the answer it serves (a directory
+/// replaced by a symlink meanwhile would go unseen).
+pub struct Resolver<'w> {
+    workspace: &'w Workspace,
+    /// Lexically normalised absolute directory → its real location.
+    dirs: std::collections::HashMap<PathBuf, PathBuf>,
+}
+
+impl Resolver<'_> {
+    /// As [`Workspace::resolve_uri`].
+    pub fn resolve_uri(&mut self, uri: &url::Url) -> Result<ResolvedPath, WorkspaceError> {
+        let path = file_uri_path(uri)?;
+        let workspace = self.workspace;
+        workspace.sandbox(&path, uri.as_str(), |normalised| self.real(normalised))
+    }
+
+    /// As [`Workspace::document_id_for_uri`].
+    pub fn document_id_for_uri(&mut self, uri: &url::Url) -> Result<DocumentId, WorkspaceError> {
+        let path = file_uri_path(uri)?;
+        let normalised = normalise_lexically(&path).ok_or_else(|| WorkspaceError::OutsideRoot {
+            input: uri.as_str().to_owned(),
+            root: self.workspace.root.clone(),
+        })?;
+        Ok(DocumentId(Arc::from(self.real(&normalised).as_path())))
+    }
+
+    /// What [`canonicalize_existing_prefix`] answers for `path` (absolute, lexically
+    /// normalised): the real location of its directory, then its last component if that is not
+    /// a symlink (`realpath(dir/name)` is `realpath(dir)/name` then; a missing one is appended as
+    /// it is), else the whole path resolved as before.
+    fn real(&mut self, path: &Path) -> PathBuf {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return path.to_path_buf() };
+        let candidate = self.real_dir(parent).join(name);
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(metadata) if metadata.file_type().is_symlink() => canonicalize_existing_prefix(&candidate),
+            _ => candidate,
+        }
+    }
+
+    fn real_dir(&mut self, dir: &Path) -> PathBuf {
+        if dir == self.workspace.root {
+            // Canonical when the workspace was opened.
+            return dir.to_path_buf();
+        }
+        if let Some(real) = self.dirs.get(dir) {
+            return real.clone();
+        }
+        let real = self.real(dir);
+        self.dirs.insert(dir.to_path_buf(), real.clone());
+        real
     }
 }
 

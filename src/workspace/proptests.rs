@@ -145,3 +145,41 @@ proptest! {
         }
     }
 }
+
+/// The URIs a batch is asked about: every spelling that is a `file:` URI, and the root-relative
+/// ones as URIs too.
+fn uris(root: &Path, inputs: &[(Prefix, Vec<String>)]) -> Vec<url::Url> {
+    let mut out = Vec::new();
+    for (prefix, components) in inputs {
+        if let Ok(uri) = url::Url::parse(&spell(root, prefix, components))
+            && uri.scheme() == "file"
+        {
+            out.push(uri);
+        }
+        if let Ok(uri) = url::Url::from_file_path(root.join(components.join("/"))) {
+            out.push(uri);
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn a_resolver_batch_answers_what_each_resolution_alone_answers(
+        inputs in prop::collection::vec(input(), 1..12)
+    ) {
+        let sandbox = sandbox();
+        let workspace = &sandbox.workspace;
+        let mut batch = workspace.resolver();
+        // Twice over: the second round answers from what the first learnt.
+        let uris = uris(workspace.root(), &inputs);
+        for uri in uris.iter().chain(uris.iter()) {
+            let alone = workspace.resolve_uri(uri).map_err(|err| err.to_string());
+            prop_assert_eq!(batch.resolve_uri(uri).map_err(|err| err.to_string()), alone, "{}", uri);
+            let alone = workspace.document_id_for_uri(uri).map_err(|err| err.to_string());
+            prop_assert_eq!(batch.document_id_for_uri(uri).map_err(|err| err.to_string()), alone, "{}", uri);
+        }
+    }
+}

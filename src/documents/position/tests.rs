@@ -105,6 +105,33 @@ fn one_based_mcp_columns_count_characters() {
 /// The one-lookup conversion of a server's position agrees with the two-step one, clamps
 /// included, for every line and column (in range and past it) of text with emoji, CJK, CRLF and
 /// a lone CR.
+/// A range's one-lookup conversion and excerpt agree with converting each end alone and
+/// excerpting the start's line, for every pair of positions (on one line, across lines, past
+/// the end) of text with emoji, CJK, CRLF, a lone CR and a line longer than the excerpt.
+#[test]
+fn server_ranges_become_one_based_with_the_start_lines_excerpt() {
+    let long = format!("{}😀 tail\n", "x".repeat(40));
+    for text in ["a😀b\r\n日本語x\rz\n\n", "no final break 😀", "", long.as_str()] {
+        let text = rope(text);
+        for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            let positions: Vec<Position> = (0..5).flat_map(|l| (0..46).step_by(3).map(move |c| pos(l, c))).collect();
+            for &start in &positions {
+                for &end in &positions {
+                    let first = position_to_one_based(&text, start, encoding).0;
+                    let last = position_to_one_based(&text, end, encoding).0;
+                    let excerpt = zero_based(first.line as usize)
+                        .and_then(|line| line_excerpt(&text, line, first.column as usize, 20));
+                    assert_eq!(
+                        range_to_one_based(&text, start, end, encoding, 20),
+                        (first, last, excerpt),
+                        "{start:?}..{end:?} {encoding:?} in {text:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn server_positions_become_one_based_as_through_an_offset() {
     for text in ["a😀b\r\n日本語x\rz\n\n", "no final break 😀", ""] {
