@@ -495,7 +495,8 @@ fn name_position(text: &Rope, start: Position, name: &str, encoding: Encoding) -
 /// Analysed components by file and line range, for mapping server locations back to the graph.
 /// Files are loaded from the store on first use; URIs outside the workspace map to nothing.
 pub struct CallTargets<'w> {
-    workspace: &'w Workspace,
+    /// Like `paths`, kept for one analysis run.
+    resolver: crate::workspace::Resolver<'w>,
     paths: HashMap<Url, Option<String>>,
     /// Per file: (start line, end line, id, is a function or method), 1-based inclusive, files
     /// and modules left out.
@@ -504,7 +505,7 @@ pub struct CallTargets<'w> {
 
 impl<'w> CallTargets<'w> {
     pub fn new(workspace: &'w Workspace) -> CallTargets<'w> {
-        CallTargets { workspace, paths: HashMap::new(), ranges: HashMap::new() }
+        CallTargets { resolver: workspace.resolver(), paths: HashMap::new(), ranges: HashMap::new() }
     }
 
     /// The id of the innermost analysed component (not a file or module; with `callables_only`,
@@ -516,11 +517,11 @@ impl<'w> CallTargets<'w> {
         line: u32,
         callables_only: bool,
     ) -> Result<Option<String>, GraphError> {
-        let workspace = self.workspace;
+        let resolver = &mut self.resolver;
         let path = self
             .paths
             .entry(uri.clone())
-            .or_insert_with(|| workspace.resolve_uri(uri).ok().map(|resolved| resolved.relative))
+            .or_insert_with(|| resolver.resolve_uri(uri).ok().map(|resolved| resolved.relative))
             .clone();
         let Some(path) = path else { return Ok(None) };
         if !self.ranges.contains_key(&path) {

@@ -288,7 +288,19 @@ pub(crate) fn invalid_filter(field: &str, value: &str, accepted: &str) -> ToolEr
 
 /// The length of `value` as JSON, in characters (bytes for ASCII): what the budget counts.
 pub fn json_len<T: Serialize>(value: &T) -> usize {
-    serde_json::to_string(value).map_or(0, |text| text.len())
+    /// Counts the bytes written, keeps none: the page rule measures every item this way.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
 /// Pages: (number of pages, whether there is a page after `page`); `page` is 1-based.

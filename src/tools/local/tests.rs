@@ -284,3 +284,10 @@ fn discovery_lists_exactly_the_files_a_content_search_matches() {
     assert_eq!(paths(false), (vec!["cr.txt".to_owned(), "tail.txt".to_owned()], 4));
     assert_eq!(paths(true), paths(false));
 }
+
+#[test]
+fn json_len_counts_the_bytes_serde_json_writes() {
+    let value = serde_json::json!({"path": "日本/😀.go", "line": 12, "text": "a \"quoted\"\ttab", "none": null});
+    assert_eq!(json_len(&value), serde_json::to_string(&value).unwrap().len());
+    assert_eq!(json_len(&"x"), 3);
+}
