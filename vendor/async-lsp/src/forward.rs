@@ -22,7 +22,12 @@ impl Future for PeerSocketResponseFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.rx.poll_unpin(cx) {
             Poll::Ready(Ok(resp)) => Poll::Ready(match resp.error {
-                None => Ok(resp.result.unwrap_or_default()),
+                None => match resp.result {
+                    Some(result) => result.into_typed().map_err(|err| {
+                        ResponseError::new(ErrorCode::PARSE_ERROR, format!("invalid result: {err}"))
+                    }),
+                    None => Ok(serde_json::Value::Null),
+                },
                 Some(resp_err) => Err(resp_err),
             }),
             Poll::Ready(Err(_closed)) => Poll::Ready(Err(ResponseError::new(
