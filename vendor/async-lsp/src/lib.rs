@@ -407,6 +407,119 @@ impl<'de> Deserialize<'de> for ResponseResult {
     }
 }
 
+/// One member of a message as [`Message::decode`] read it: absent, valid for its use, or not
+/// (malformed, or given twice).
+#[derive(Clone)]
+enum Member<T> {
+    Absent,
+    Valid(T),
+    Invalid,
+}
+
+impl<T> Member<T> {
+    fn valid(self) -> Option<T> {
+        match self {
+            Member::Valid(value) => Some(value),
+            Member::Absent | Member::Invalid => None,
+        }
+    }
+}
+
+/// A message's members, each read once ([`Message::decode`]).
+struct Wire {
+    id: Member<RequestId>,
+    method: Member<String>,
+    params: Member<JsonValue>,
+    result: Member<Box<serde_json::value::RawValue>>,
+    error: Member<Option<ResponseError>>,
+}
+
+impl<'de> Deserialize<'de> for Wire {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "lowercase")]
+        enum Key {
+            Jsonrpc,
+            Id,
+            Method,
+            Params,
+            Result,
+            Error,
+            #[serde(other)]
+            Other,
+        }
+
+        /// Reads a member whose wrong shape only disqualifies the variants that use it.
+        fn lenient<'de, T: DeserializeOwned, A: serde::de::MapAccess<'de>>(
+            map: &mut A,
+            member: &mut Member<T>,
+        ) -> std::result::Result<(), A::Error> {
+            let raw: Box<serde_json::value::RawValue> = map.next_value()?;
+            *member = match (&*member, serde_json::from_str::<T>(raw.get())) {
+                (Member::Absent, Ok(value)) => Member::Valid(value),
+                _ => Member::Invalid,
+            };
+            Ok(())
+        }
+
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Wire;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Wire, A::Error> {
+                let mut jsonrpc = false;
+                let mut wire = Wire {
+                    id: Member::Absent,
+                    method: Member::Absent,
+                    params: Member::Absent,
+                    result: Member::Absent,
+                    error: Member::Absent,
+                };
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Jsonrpc => {
+                            if jsonrpc {
+                                return Err(serde::de::Error::duplicate_field("jsonrpc"));
+                            }
+                            map.next_value::<RpcVersion>()?;
+                            jsonrpc = true;
+                        }
+                        Key::Id => lenient(&mut map, &mut wire.id)?,
+                        Key::Method => lenient(&mut map, &mut wire.method)?,
+                        Key::Error => lenient(&mut map, &mut wire.error)?,
+                        Key::Params => {
+                            let value: JsonValue = map.next_value()?;
+                            wire.params = match wire.params {
+                                Member::Absent => Member::Valid(value),
+                                _ => Member::Invalid,
+                            };
+                        }
+                        Key::Result => {
+                            let raw: Box<serde_json::value::RawValue> = map.next_value()?;
+                            wire.result = match wire.result {
+                                Member::Absent => Member::Valid(raw),
+                                _ => Member::Invalid,
+                            };
+                        }
+                        Key::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                if !jsonrpc {
+                    return Err(serde::de::Error::missing_field("jsonrpc"));
+                }
+                Ok(wire)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// The error object in case a request fails.
 ///
 /// See:
@@ -487,42 +600,49 @@ impl Message {
     ///
     /// Deriving `Deserialize` for `RawMessage<Message>` (`#[serde(flatten)]` over an
     /// `#[serde(untagged)]` enum) buffers every message as serde `Content` twice and then tries
-    /// each variant in turn: 1.9x the cost of parsing the same bytes into one struct. This
-    /// accepts and rejects what that did: `jsonrpc` must be `"2.0"`; with a `method`, an `id`
-    /// makes a request and no `id` (or `null`) a notification; without a `method`, an `id`
-    /// makes a response; anything else is an error.
+    /// each variant in turn: 1.9x the cost of parsing the same bytes once. This reads each member
+    /// once and then decides as the untagged enum did, in its order: a request needs a valid
+    /// `id` and `method` (and `params` given at most once); else a response needs a valid `id`
+    /// (and a valid `error` or none, `result` at most once); else a notification needs a valid
+    /// `method`. A member that only another variant uses may be anything (the derive ignored
+    /// unknown fields); `jsonrpc` must be `"2.0"`, once.
     fn decode(buf: &[u8]) -> Result<Self> {
-        #[derive(Deserialize)]
-        struct Wire {
-            jsonrpc: RpcVersion,
-            #[serde(default)]
-            id: Option<RequestId>,
-            #[serde(default)]
-            method: Option<String>,
-            #[serde(default)]
-            params: Option<JsonValue>,
-            #[serde(default)]
-            result: Option<Box<serde_json::value::RawValue>>,
-            #[serde(default)]
-            error: Option<ResponseError>,
-        }
         let wire = serde_json::from_slice::<Wire>(buf)?;
-        let RpcVersion::V2 = wire.jsonrpc;
-        let params = wire.params.unwrap_or(JsonValue::Null);
-        Ok(match (wire.method, wire.id) {
-            (Some(method), Some(id)) => Message::Request(AnyRequest { id, method, params }),
-            (Some(method), None) => Message::Notification(AnyNotification { method, params }),
-            (None, Some(id)) => Message::Response(AnyResponse {
-                id,
-                result: wire.result.map(ResponseResult::Raw),
-                error: wire.error,
-            }),
-            (None, None) => {
-                return Err(Error::Deserialize(<serde_json::Error as serde::de::Error>::custom(
-                    "a message with neither a method nor an id",
-                )))
+        let id = wire.id.valid();
+        let method = wire.method.valid();
+        let params = match wire.params {
+            Member::Absent => Some(JsonValue::Null),
+            Member::Valid(params) => Some(params),
+            Member::Invalid => None,
+        };
+        let (id, method, params) = match (id, method, params) {
+            (Some(id), Some(method), Some(params)) => {
+                return Ok(Message::Request(AnyRequest { id, method, params }))
             }
-        })
+            other => other,
+        };
+        if let Some(id) = id {
+            let result = match wire.result {
+                Member::Absent => Some(None),
+                Member::Valid(raw) if raw.get() == "null" => Some(None),
+                Member::Valid(raw) => Some(Some(ResponseResult::Raw(raw))),
+                Member::Invalid => None,
+            };
+            let error = match wire.error {
+                Member::Absent => Some(None),
+                Member::Valid(error) => Some(error),
+                Member::Invalid => None,
+            };
+            if let (Some(result), Some(error)) = (result, error) {
+                return Ok(Message::Response(AnyResponse { id, result, error }));
+            }
+        }
+        if let (Some(method), Some(params)) = (method, params) {
+            return Ok(Message::Notification(AnyNotification { method, params }));
+        }
+        Err(Error::Deserialize(<serde_json::Error as serde::de::Error>::custom(
+            "not a JSON-RPC request, response or notification",
+        )))
     }
 
     async fn write(&self, mut writer: impl AsyncWrite + Unpin) -> Result<()> {
@@ -1033,6 +1153,18 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#,
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"id":2,"result":1}"#,
+            r#"{"jsonrpc":"2.0","method":"m","error":{"code":1.5,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","error":{"code":1.5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","method":"n"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","method":"n"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":1,"params":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1,"result":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1,"error":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":1,"result":2}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","method":"m"}"#,
+            r#"{"jsonrpc":"2.0","\u0069d":3,"result":true}"#,
+            r#"{"jsonrpc":"2.0","id":"s","method":7}"#,
             r#"[1,2]"#,
             r#"{"jsonrpc":"2.0","id":1,"result":1"#,
             r#""#,
