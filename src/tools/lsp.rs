@@ -218,7 +218,7 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
 
 /// `textDocument/references` (LSP 3.17) with each location's `uri` kept as the server sent it:
 /// [`Locator`] parses it once per file, not once per location (gopls answers 148 locations in
-/// 60 files for one function of golang.org/x/tools).
+/// 45 files for `packages.Load` of golang.org/x/tools).
 enum ReferencesAsSent {}
 
 impl lsp_types::request::Request for ReferencesAsSent {
