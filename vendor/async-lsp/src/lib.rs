@@ -409,7 +409,6 @@ impl<'de> Deserialize<'de> for ResponseResult {
 
 /// One member of a message as [`Message::decode`] read it: absent, valid for its use, or not
 /// (malformed, or given twice).
-#[derive(Clone)]
 enum Member<T> {
     Absent,
     Valid(T),
@@ -417,6 +416,23 @@ enum Member<T> {
 }
 
 impl<T> Member<T> {
+    /// Takes the member's value as read (`None`: malformed); a second one makes it invalid.
+    fn give(&mut self, value: Option<T>) {
+        *self = match (&*self, value) {
+            (Member::Absent, Some(value)) => Member::Valid(value),
+            _ => Member::Invalid,
+        };
+    }
+
+    /// The value, `absent` when the member was not given, `None` when it is invalid.
+    fn or_absent(self, absent: T) -> Option<T> {
+        match self {
+            Member::Absent => Some(absent),
+            Member::Valid(value) => Some(value),
+            Member::Invalid => None,
+        }
+    }
+
     fn valid(self) -> Option<T> {
         match self {
             Member::Valid(value) => Some(value),
@@ -430,7 +446,8 @@ struct Wire {
     id: Member<RequestId>,
     method: Member<String>,
     params: Member<JsonValue>,
-    result: Member<Box<serde_json::value::RawValue>>,
+    /// `None` for `null`.
+    result: Member<Option<Box<serde_json::value::RawValue>>>,
     error: Member<Option<ResponseError>>,
 }
 
@@ -455,10 +472,7 @@ impl<'de> Deserialize<'de> for Wire {
             member: &mut Member<T>,
         ) -> std::result::Result<(), A::Error> {
             let raw: Box<serde_json::value::RawValue> = map.next_value()?;
-            *member = match (&*member, serde_json::from_str::<T>(raw.get())) {
-                (Member::Absent, Ok(value)) => Member::Valid(value),
-                _ => Member::Invalid,
-            };
+            member.give(serde_json::from_str::<T>(raw.get()).ok());
             Ok(())
         }
 
@@ -491,19 +505,10 @@ impl<'de> Deserialize<'de> for Wire {
                         Key::Id => lenient(&mut map, &mut wire.id)?,
                         Key::Method => lenient(&mut map, &mut wire.method)?,
                         Key::Error => lenient(&mut map, &mut wire.error)?,
-                        Key::Params => {
-                            let value: JsonValue = map.next_value()?;
-                            wire.params = match wire.params {
-                                Member::Absent => Member::Valid(value),
-                                _ => Member::Invalid,
-                            };
-                        }
+                        Key::Params => wire.params.give(Some(map.next_value()?)),
                         Key::Result => {
                             let raw: Box<serde_json::value::RawValue> = map.next_value()?;
-                            wire.result = match wire.result {
-                                Member::Absent => Member::Valid(raw),
-                                _ => Member::Invalid,
-                            };
+                            wire.result.give(Some((raw.get() != "null").then_some(raw)));
                         }
                         Key::Other => {
                             map.next_value::<serde::de::IgnoredAny>()?;
@@ -610,11 +615,7 @@ impl Message {
         let wire = serde_json::from_slice::<Wire>(buf)?;
         let id = wire.id.valid();
         let method = wire.method.valid();
-        let params = match wire.params {
-            Member::Absent => Some(JsonValue::Null),
-            Member::Valid(params) => Some(params),
-            Member::Invalid => None,
-        };
+        let params = wire.params.or_absent(JsonValue::Null);
         let (id, method, params) = match (id, method, params) {
             (Some(id), Some(method), Some(params)) => {
                 return Ok(Message::Request(AnyRequest { id, method, params }))
@@ -622,18 +623,8 @@ impl Message {
             other => other,
         };
         if let Some(id) = id {
-            let result = match wire.result {
-                Member::Absent => Some(None),
-                Member::Valid(raw) if raw.get() == "null" => Some(None),
-                Member::Valid(raw) => Some(Some(ResponseResult::Raw(raw))),
-                Member::Invalid => None,
-            };
-            let error = match wire.error {
-                Member::Absent => Some(None),
-                Member::Valid(error) => Some(error),
-                Member::Invalid => None,
-            };
-            if let (Some(result), Some(error)) = (result, error) {
+            if let (Some(result), Some(error)) = (wire.result.or_absent(None), wire.error.or_absent(None)) {
+                let result = result.map(ResponseResult::Raw);
                 return Ok(Message::Response(AnyResponse { id, result, error }));
             }
         }
