@@ -522,7 +522,15 @@ pub(super) struct Locator<'e> {
     encoding: Encoding,
     resolver: crate::workspace::Resolver<'e>,
     /// Each referenced file (by the server's URI string), resolved and read once per answer.
-    files: std::collections::HashMap<String, Option<(ResolvedPath, Rope)>>,
+    files: std::collections::HashMap<String, Referenced>,
+}
+
+/// A file a server's location names, as [`Locator`] found it.
+enum Referenced {
+    /// Inside the root, with its current text.
+    Inside(ResolvedPath, Rope),
+    /// Outside the root or unreadable: its path as shown (the URI when it is not a local path).
+    Outside(String),
 }
 
 impl<'e> Locator<'e> {
@@ -530,17 +538,22 @@ impl<'e> Locator<'e> {
         Locator { engine, encoding, resolver: engine.workspace().resolver(), files: std::collections::HashMap::new() }
     }
 
-    /// The file of `uri` (inside the root) and its current text.
-    fn file(&mut self, uri: &str) -> Option<&(ResolvedPath, Rope)> {
+    /// The file of `uri`: inside the root with its current text, or outside.
+    fn file(&mut self, uri: &str) -> &Referenced {
         if !self.files.contains_key(uri) {
-            let file = Url::parse(uri).ok().and_then(|url| self.resolver.resolve_uri(&url).ok()).and_then(|resolved| {
+            let url = Url::parse(uri).ok();
+            let inside = url.as_ref().and_then(|url| self.resolver.resolve_uri(url).ok()).and_then(|resolved| {
                 let limit = self.engine.workspace().config().limits.max_file_bytes;
                 let text = self.engine.documents().text(&resolved.id(), limit).ok()?.text;
-                Some((resolved, text))
+                Some(Referenced::Inside(resolved, text))
+            });
+            let file = inside.unwrap_or_else(|| {
+                let path = url.and_then(|url| url.to_file_path().ok());
+                Referenced::Outside(path.map_or_else(|| uri.to_owned(), |p| p.display().to_string()))
             });
             self.files.insert(uri.to_owned(), file);
         }
-        self.files.get(uri).and_then(Option::as_ref)
+        &self.files[uri]
     }
 
     /// A location in filepuff's units, and the file's text when it is inside the root.
@@ -554,7 +567,7 @@ impl<'e> Locator<'e> {
         let encoding = self.encoding;
         let position = |p: lsp_types::Position| position::Position { line: p.line, character: p.character };
         match self.file(uri) {
-            Some((resolved, text)) => {
+            Referenced::Inside(resolved, text) => {
                 let (start, end, line_text) = position::range_to_one_based(
                     text,
                     position(range.start),
@@ -575,17 +588,13 @@ impl<'e> Locator<'e> {
                     Some(text.clone()),
                 )
             }
-            None => {
+            Referenced::Outside(file) => {
                 // No text to count characters in: the columns stay in the server's units.
                 let convert = |p: lsp_types::Position| position::one_based_without_text(position(p));
                 let (start, end) = (convert(range.start), convert(range.end));
-                let file = Url::parse(uri)
-                    .ok()
-                    .and_then(|url| url.to_file_path().ok())
-                    .map_or_else(|| uri.to_owned(), |p| p.display().to_string());
                 (
                     LocationInfo {
-                        file,
+                        file: file.clone(),
                         line: start.line as usize,
                         column: start.column as usize,
                         end_line: end.line as usize,

@@ -232,7 +232,7 @@ impl Workspace {
 
     /// A batch of resolutions that share what they learn about directories: for the many
     /// URIs of one answer (a server's references span dozens of files in a few directories).
-    /// Answers are those of [`Workspace::resolve_uri`] and [`Workspace::document_id_for_uri`].
+    /// Answers are those of [`Workspace::resolve_uri`].
     pub fn resolver(&self) -> Resolver<'_> {
         Resolver { workspace: self, dirs: std::collections::HashMap::new() }
     }
@@ -282,16 +282,6 @@ impl Resolver<'_> {
         let path = file_uri_path(uri)?;
         let workspace = self.workspace;
         workspace.sandbox(&path, uri.as_str(), |normalised| self.real(normalised))
-    }
-
-    /// As [`Workspace::document_id_for_uri`].
-    pub fn document_id_for_uri(&mut self, uri: &url::Url) -> Result<DocumentId, WorkspaceError> {
-        let path = file_uri_path(uri)?;
-        let normalised = normalise_lexically(&path).ok_or_else(|| WorkspaceError::OutsideRoot {
-            input: uri.as_str().to_owned(),
-            root: self.workspace.root.clone(),
-        })?;
-        Ok(DocumentId(Arc::from(self.real(&normalised).as_path())))
     }
 
     /// What [`canonicalize_existing_prefix`] answers for `path` (absolute, lexically

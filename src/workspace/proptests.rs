@@ -178,8 +178,6 @@ proptest! {
         for uri in uris.iter().chain(uris.iter()) {
             let alone = workspace.resolve_uri(uri).map_err(|err| err.to_string());
             prop_assert_eq!(batch.resolve_uri(uri).map_err(|err| err.to_string()), alone, "{}", uri);
-            let alone = workspace.document_id_for_uri(uri).map_err(|err| err.to_string());
-            prop_assert_eq!(batch.document_id_for_uri(uri).map_err(|err| err.to_string()), alone, "{}", uri);
         }
     }
 }
