@@ -86,11 +86,15 @@ impl DiskCache {
     /// The text read from `path` (the file of `id`) if the file is unchanged since, and at most
     /// `max_bytes` long.
     pub fn get(&self, id: &DocumentId, path: &Path, max_bytes: u64) -> Option<SourceText> {
-        let metadata = std::fs::symlink_metadata(path).ok()?;
+        self.get_as_of(id, &std::fs::symlink_metadata(path).ok()?, max_bytes)
+    }
+
+    /// [`DiskCache::get`] with the file's `lstat` (its `metadata`) already taken by the caller.
+    pub fn get_as_of(&self, id: &DocumentId, metadata: &std::fs::Metadata, max_bytes: u64) -> Option<SourceText> {
         if !metadata.file_type().is_file() || metadata.len() > max_bytes {
             return None;
         }
-        let stamp = Stamp::of(&metadata);
+        let stamp = Stamp::of(metadata);
         let inner = self.inner.lock();
         let entry = inner.entries.get(id)?;
         (entry.stamp == stamp).then(|| entry.text.clone())

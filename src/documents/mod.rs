@@ -303,6 +303,18 @@ impl DocumentStore {
     /// as [`load_from_disk`] reads it, or that text again while the file is unchanged: see
     /// `disk_cache`).
     pub fn text(&self, id: &DocumentId, max_bytes: u64) -> Result<SourceText, ReadError> {
+        self.text_after_lstat(id, max_bytes, None)
+    }
+
+    /// [`DocumentStore::text`], given the `lstat` of `id`'s path the caller has just taken
+    /// (a [`crate::workspace::Resolver`] takes one while resolving a path): the cached text is
+    /// checked against it instead of against a new one. `None` takes one, as `text` does.
+    pub fn text_after_lstat(
+        &self,
+        id: &DocumentId,
+        max_bytes: u64,
+        lstat: Option<&std::fs::Metadata>,
+    ) -> Result<SourceText, ReadError> {
         if let Some(document) = self.get(id) {
             let language = Language::from_name(&document.language_id).or_else(|| Language::from_path(id.path()));
             return Ok(SourceText {
@@ -311,7 +323,11 @@ impl DocumentStore {
                 language,
             });
         }
-        if let Some(text) = self.disk_cache.get(id, id.path(), max_bytes) {
+        let cached = match lstat {
+            Some(metadata) => self.disk_cache.get_as_of(id, metadata, max_bytes),
+            None => self.disk_cache.get(id, id.path(), max_bytes),
+        };
+        if let Some(text) = cached {
             return Ok(text);
         }
         let (text, metadata) = load_with_metadata(id.path(), max_bytes, self.root.as_deref())?;

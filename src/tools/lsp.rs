@@ -136,11 +136,52 @@ pub struct ReferencesOutput {
     pub answer: AnswerInfo,
 }
 
-/// The references in one file.
+/// The references in one file: its path once, then each reference's place in it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct FileReferences {
+    /// Workspace-relative inside the root; absolute outside it (a standard library, a system
+    /// header).
     pub file: String,
-    pub references: Vec<LocationInfo>,
+    /// True when the file is outside the root: its references' columns are then the server's
+    /// own units and they carry no `text`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub outside_root: bool,
+    pub references: Vec<ReferenceInfo>,
+}
+
+/// One reference, in its file's group: lines and columns are 1-based, columns in characters
+/// inside the root (the server's own units outside it).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReferenceInfo {
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    /// The line's text (inside the root), trimmed; a line over 300 characters is cut to a
+    /// window around the reference, with `…` where it was cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A reference with its file, for paging: its JSON is the reference's alone (the file is
+/// counted once per group by [`references_page`]).
+struct InFile {
+    file: String,
+    outside_root: bool,
+    reference: ReferenceInfo,
+}
+
+impl From<LocationInfo> for InFile {
+    fn from(location: LocationInfo) -> InFile {
+        let LocationInfo { file, line, column, end_line, end_column, outside_root, text } = location;
+        InFile { file, outside_root, reference: ReferenceInfo { line, column, end_line, end_column, text } }
+    }
+}
+
+impl Serialize for InFile {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.reference.serialize(serializer)
+    }
 }
 
 /// Result of `symbol_at`.
@@ -249,18 +290,19 @@ fn references_page(
     let limits = Limits::new(page, usize::MAX, engine.workspace().config().limits.max_output_chars);
     // A file's group costs its name and brackets once, where the page enters it.
     let mut last_file: Option<String> = None;
-    let (kept, page) = page::page(references, limits, "references", |r: &LocationInfo| {
+    let references: Vec<InFile> = references.into_iter().map(InFile::from).collect();
+    let (kept, page) = page::page(references, limits, "references", |r: &InFile| {
         if last_file.as_deref() == Some(r.file.as_str()) {
             return 0;
         }
         last_file = Some(r.file.clone());
-        r.file.len() + 40
+        r.file.len() + if r.outside_root { 60 } else { 40 }
     });
     let mut files: Vec<FileReferences> = Vec::new();
-    for reference in kept {
+    for InFile { file, outside_root, reference } in kept {
         match files.last_mut() {
-            Some(group) if group.file == reference.file => group.references.push(reference),
-            _ => files.push(FileReferences { file: reference.file.clone(), references: vec![reference] }),
+            Some(group) if group.file == file => group.references.push(reference),
+            _ => files.push(FileReferences { file, outside_root, references: vec![reference] }),
         }
     }
     ReferencesOutput { files, total_references: page.total, total_files, page, answer }
@@ -542,11 +584,14 @@ impl<'e> Locator<'e> {
     fn file(&mut self, uri: &str) -> &Referenced {
         if !self.files.contains_key(uri) {
             let url = Url::parse(uri).ok();
-            let inside = url.as_ref().and_then(|url| self.resolver.resolve_uri(url).ok()).and_then(|resolved| {
-                let limit = self.engine.workspace().config().limits.max_file_bytes;
-                let text = self.engine.documents().text(&resolved.id(), limit).ok()?.text;
-                Some(Referenced::Inside(resolved, text))
-            });
+            let inside = url.as_ref().and_then(|url| self.resolver.resolve_uri_with_lstat(url).ok()).and_then(
+                |(resolved, lstat)| {
+                    let limit = self.engine.workspace().config().limits.max_file_bytes;
+                    let text =
+                        self.engine.documents().text_after_lstat(&resolved.id(), limit, lstat.as_ref()).ok()?.text;
+                    Some(Referenced::Inside(resolved, text))
+                },
+            );
             let file = inside.unwrap_or_else(|| {
                 let path = url.and_then(|url| url.to_file_path().ok());
                 Referenced::Outside(path.map_or_else(|| uri.to_owned(), |p| p.display().to_string()))
@@ -727,11 +772,12 @@ pub fn render_definition(output: &DefinitionOutput) -> String {
 
 /// Readable text of `find_references`.
 pub fn render_references(output: &ReferencesOutput) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     for file in &output.files {
-        out.push_str(&format!("{} ({})\n", file.file, file.references.len()));
+        let _ = writeln!(out, "{} ({})", file.file, file.references.len());
         for r in &file.references {
-            out.push_str(&format!("  {}:{}  {}\n", r.line, r.column, r.text.as_deref().unwrap_or("")));
+            let _ = writeln!(out, "  {}:{}  {}", r.line, r.column, r.text.as_deref().unwrap_or(""));
         }
     }
     out.push_str(&format!("{} reference(s) in {} file(s)\n", output.total_references, output.total_files));

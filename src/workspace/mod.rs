@@ -234,7 +234,7 @@ impl Workspace {
     /// URIs of one answer (a server's references span dozens of files in a few directories).
     /// Answers are those of [`Workspace::resolve_uri`].
     pub fn resolver(&self) -> Resolver<'_> {
-        Resolver { workspace: self, dirs: std::collections::HashMap::new() }
+        Resolver { workspace: self, dirs: std::collections::HashMap::new(), last_lstat: None }
     }
 
     /// [`Workspace::resolve_path`] with `canonical` turning the lexically normalised absolute
@@ -274,6 +274,9 @@ pub struct Resolver<'w> {
     workspace: &'w Workspace,
     /// Lexically normalised absolute directory → its real location.
     dirs: std::collections::HashMap<PathBuf, PathBuf>,
+    /// The last `lstat` of a path's last component that was not a symlink: that path, as
+    /// resolved, and what it said.
+    last_lstat: Option<(PathBuf, std::fs::Metadata)>,
 }
 
 impl Resolver<'_> {
@@ -282,6 +285,23 @@ impl Resolver<'_> {
         let path = file_uri_path(uri)?;
         let workspace = self.workspace;
         workspace.sandbox(&path, uri.as_str(), |normalised| self.real(normalised))
+    }
+
+    /// [`Resolver::resolve_uri`], with the `lstat` of the resolved file taken while resolving
+    /// it, when the resolution itself took one on that path (its last component is not a
+    /// symlink): the document store checks its cached text against it
+    /// ([`crate::documents::DocumentStore::text_after_lstat`]) instead of taking another.
+    pub fn resolve_uri_with_lstat(
+        &mut self,
+        uri: &url::Url,
+    ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
+        self.last_lstat = None;
+        let resolved = self.resolve_uri(uri)?;
+        let lstat = match self.last_lstat.take() {
+            Some((path, metadata)) if path == resolved.absolute => Some(metadata),
+            _ => None,
+        };
+        Ok((resolved, lstat))
     }
 
     /// What [`canonicalize_existing_prefix`] answers for `path` (absolute, lexically
@@ -293,7 +313,11 @@ impl Resolver<'_> {
         let candidate = self.real_dir(parent).join(name);
         match std::fs::symlink_metadata(&candidate) {
             Ok(metadata) if metadata.file_type().is_symlink() => canonicalize_existing_prefix(&candidate),
-            _ => candidate,
+            Ok(metadata) => {
+                self.last_lstat = Some((candidate.clone(), metadata));
+                candidate
+            }
+            Err(_) => candidate,
         }
     }
 

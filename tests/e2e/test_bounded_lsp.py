@@ -107,7 +107,8 @@ def test_references_to_1650_uses_come_in_budget_sized_pages_whose_union_is_the_s
     lib = big / "lib" / "lib.go"
     line = line_of(lib, "func Use(")
     pages = all_pages(session, "find_references", {"file": "lib/lib.go", "line": line, "symbol": "Use"})
-    assert len(pages) >= 5
+    # 1,651 references with their lines' text are about 150 KB: several pages of the default budget.
+    assert len(pages) >= 3
     union = []
     for page, text in pages:
         assert page["completeness"] == "complete"

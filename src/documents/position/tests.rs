@@ -371,3 +371,37 @@ fn line_excerpt_windows_a_long_line_around_the_column() {
     assert_eq!(line_excerpt(&text, 5, 1, 300), None);
     assert_eq!(line_prefix(&text, 0, 3).map(|(s, cut)| (s.to_string(), cut)), Some(("aaa".to_owned(), true)));
 }
+
+/// `line_text` takes a line within one chunk as a slice of the chunk's `&str`, and a line across
+/// chunks from the tree: both must give `Rope::line` without its break. The text is built by
+/// edits so that its chunks end mid-line, between a CR and its LF, and next to emoji and CJK.
+#[test]
+fn line_text_within_and_across_chunks_is_the_ropes_line_without_its_break() {
+    let pieces = ["short\n", "a\r\n", "lone\rcr", "😀 emoji 漢字 ", "", "x", "\r", "\n"];
+    let mut text = Rope::new();
+    for i in 0..4000usize {
+        let piece = pieces[i % pieces.len()].repeat(1 + i % 7);
+        let at = (i * 7919) % (text.len_chars() + 1);
+        text.insert(at, &piece);
+        if i % 13 == 0 {
+            text.insert(text.len_chars(), &"long line ".repeat(150));
+        }
+    }
+    assert!(text.chunks().count() > 20, "the text spans many chunks");
+    let mut across = 0;
+    for line in 0..text.len_lines() {
+        let whole = text.line(line).to_string();
+        let expected = whole.trim_end_matches('\n').trim_end_matches('\r');
+        let expected = if whole.ends_with("\r\n") || whole.ends_with('\n') || whole.ends_with('\r') {
+            expected
+        } else {
+            whole.as_str()
+        };
+        assert_eq!(line_text(&text, line).unwrap().to_string(), expected, "line {line}");
+        let start = text.line_to_byte(line);
+        let (chunk, chunk_start, _, _) = text.chunk_at_byte(start);
+        across += usize::from(text.line_to_byte(line + 1) - chunk_start > chunk.len());
+    }
+    assert!(across > 10, "some lines cross chunks ({across})");
+    assert_eq!(line_text(&text, text.len_lines()), None);
+}
