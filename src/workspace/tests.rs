@@ -201,3 +201,27 @@ fn every_spelling_of_a_file_is_one_document_id() {
     let untitled = url::Url::parse("untitled:Untitled-1").unwrap();
     assert!(matches!(workspace.document_id_for_uri(&untitled), Err(WorkspaceError::UnsupportedScheme { .. })));
 }
+
+/// A resolver hands out the `lstat` it took only when it was of the resolved file itself: a
+/// file reached through a symlinked directory gets it (its own entry is no link), a symlink to a
+/// file does not (its `lstat` was of the link), nor a missing file.
+#[test]
+fn a_resolvers_lstat_is_of_the_resolved_file_or_none() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = fixture();
+    let root = fx.workspace.root().to_path_buf();
+    symlink(root.join("src/lib.rs"), root.join("lib_link.rs")).unwrap();
+    let mut resolver = fx.workspace.resolver();
+    let uri = |relative: &str| url::Url::from_file_path(root.join(relative)).unwrap();
+    let real_ino = std::fs::metadata(root.join("src/lib.rs")).unwrap().ino();
+    for direct in ["src/lib.rs", "inner/lib.rs"] {
+        let (resolved, lstat) = resolver.resolve_uri_with_lstat(&uri(direct)).unwrap();
+        assert_eq!(resolved.relative, "src/lib.rs");
+        let lstat = lstat.unwrap_or_else(|| panic!("{direct}: no lstat"));
+        assert!(lstat.file_type().is_file() && lstat.ino() == real_ino, "{direct}");
+    }
+    let (resolved, lstat) = resolver.resolve_uri_with_lstat(&uri("lib_link.rs")).unwrap();
+    assert_eq!((resolved.relative.as_str(), lstat.is_none()), ("src/lib.rs", true));
+    let (_, lstat) = resolver.resolve_uri_with_lstat(&uri("src/missing.rs")).unwrap();
+    assert!(lstat.is_none());
+}
