@@ -21,13 +21,25 @@ pub fn write_completions(shell: Shell, out: &mut dyn Write) -> std::io::Result<(
 }
 
 /// Writes the man page `filepuff(1)` in roff (clap_mangen) to `out`: the top-level synopsis,
-/// options and a SUBCOMMANDS section listing each subcommand with its one-line description.
+/// options and a SUBCOMMANDS section listing each subcommand (as typed: `filepuff doctor`) with
+/// its one-line description.
 ///
 /// # Errors
 /// Only the writer's.
 pub fn write_man_page(out: &mut dyn Write) -> std::io::Result<()> {
-    let command = super::Cli::command();
-    clap_mangen::Man::new(command).render(out)
+    let mut command = super::Cli::command();
+    let mut rendered = Vec::new();
+    clap_mangen::Man::new(command.clone()).render(&mut rendered)?;
+    // Built, the command has the subcommands clap adds (`help`), as the rendered page does.
+    command.build();
+    let mut page = String::from_utf8_lossy(&rendered).into_owned();
+    // clap_mangen names each subcommand as a page of its own (`filepuff-doctor(1)`); only
+    // filepuff(1) is generated, so each is named as it is typed, in bold.
+    for sub in command.get_subcommands() {
+        let name = sub.get_name().replace('-', "\\-");
+        page = page.replace(&format!("\nfilepuff\\-{name}(1)\n"), &format!("\n\\fBfilepuff {name}\\fR\n"));
+    }
+    out.write_all(page.as_bytes())
 }
 
 #[cfg(test)]
@@ -59,8 +71,13 @@ mod tests {
         for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS", ".SH VERSION"] {
             assert!(page.contains(section), "man page lacks {section}");
         }
-        for sub in super::super::Cli::command().get_subcommands() {
-            assert!(page.contains(&format!("filepuff\\-{}", sub.get_name())), "man page lacks {}", sub.get_name());
+        let mut command = super::super::Cli::command();
+        command.build();
+        for sub in command.get_subcommands() {
+            let name = sub.get_name();
+            assert!(page.contains(&format!("\n\\fBfilepuff {name}\\fR\n")), "man page lacks {name}");
         }
+        // Only filepuff(1) is generated: no other page is named.
+        assert!(!page.contains("(1)\n"), "a page that is not generated is named: {page}");
     }
 }

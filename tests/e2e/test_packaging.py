@@ -72,7 +72,9 @@ def test_man_page_renders_with_man(tmp_path: Path) -> None:
     assert rendered.returncode == 0, rendered.stderr
     text = rendered.stdout
     assert "NAME" in text and "SUBCOMMANDS" in text
-    assert "filepuff-doctor" in text and "filepuff-completions" in text
+    # Subcommands as typed, not as pages of their own (only filepuff(1) is generated).
+    assert "filepuff doctor" in text and "filepuff completions" in text
+    assert "filepuff-doctor(1)" not in text
 
 
 # -- crates.io ----------------------------------------------------------------------------------
