@@ -234,7 +234,7 @@ impl Workspace {
     /// URIs of one answer (a server's references span dozens of files in a few directories).
     /// Answers are those of [`Workspace::resolve_uri`].
     pub fn resolver(&self) -> Resolver<'_> {
-        Resolver { workspace: self, dirs: std::collections::HashMap::new(), last_lstat: None }
+        Resolver { workspace: self, dirs: std::collections::HashMap::new() }
     }
 
     /// [`Workspace::resolve_path`] with `canonical` turning the lexically normalised absolute
@@ -274,50 +274,45 @@ pub struct Resolver<'w> {
     workspace: &'w Workspace,
     /// Lexically normalised absolute directory → its real location.
     dirs: std::collections::HashMap<PathBuf, PathBuf>,
-    /// The last `lstat` of a path's last component that was not a symlink: that path, as
-    /// resolved, and what it said.
-    last_lstat: Option<(PathBuf, std::fs::Metadata)>,
 }
 
 impl Resolver<'_> {
     /// As [`Workspace::resolve_uri`].
     pub fn resolve_uri(&mut self, uri: &url::Url) -> Result<ResolvedPath, WorkspaceError> {
-        let path = file_uri_path(uri)?;
-        let workspace = self.workspace;
-        workspace.sandbox(&path, uri.as_str(), |normalised| self.real(normalised))
+        self.resolve_uri_with_lstat(uri).map(|(resolved, _)| resolved)
     }
 
     /// [`Resolver::resolve_uri`], with the `lstat` of the resolved file taken while resolving
-    /// it, when the resolution itself took one on that path (its last component is not a
-    /// symlink): the document store checks its cached text against it
+    /// it, when the resolution itself took one on that path (its last component exists and is
+    /// not a symlink): the document store checks its cached text against it
     /// ([`crate::documents::DocumentStore::text_after_lstat`]) instead of taking another.
     pub fn resolve_uri_with_lstat(
         &mut self,
         uri: &url::Url,
     ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
-        self.last_lstat = None;
-        let resolved = self.resolve_uri(uri)?;
-        let lstat = match self.last_lstat.take() {
-            Some((path, metadata)) if path == resolved.absolute => Some(metadata),
-            _ => None,
-        };
+        let path = file_uri_path(uri)?;
+        let workspace = self.workspace;
+        let mut lstat = None;
+        let resolved = workspace.sandbox(&path, uri.as_str(), |normalised| {
+            let (real, metadata) = self.real(normalised);
+            lstat = metadata;
+            real
+        })?;
         Ok((resolved, lstat))
     }
 
     /// What [`canonicalize_existing_prefix`] answers for `path` (absolute, lexically
     /// normalised): the real location of its directory, then its last component if that is not
     /// a symlink (`realpath(dir/name)` is `realpath(dir)/name` then; a missing one is appended as
-    /// it is), else the whole path resolved as before.
-    fn real(&mut self, path: &Path) -> PathBuf {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return path.to_path_buf() };
+    /// it is), else the whole path resolved as before. With it, the `lstat` of that real
+    /// location when it was taken there: the last component exists and is not a symlink.
+    fn real(&mut self, path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return (path.to_path_buf(), None) };
         let candidate = self.real_dir(parent).join(name);
         match std::fs::symlink_metadata(&candidate) {
-            Ok(metadata) if metadata.file_type().is_symlink() => canonicalize_existing_prefix(&candidate),
-            Ok(metadata) => {
-                self.last_lstat = Some((candidate.clone(), metadata));
-                candidate
-            }
-            Err(_) => candidate,
+            Ok(metadata) if metadata.file_type().is_symlink() => (canonicalize_existing_prefix(&candidate), None),
+            Ok(metadata) => (candidate, Some(metadata)),
+            Err(_) => (candidate, None),
         }
     }
 
@@ -329,7 +324,7 @@ impl Resolver<'_> {
         if let Some(real) = self.dirs.get(dir) {
             return real.clone();
         }
-        let real = self.real(dir);
+        let (real, _) = self.real(dir);
         self.dirs.insert(dir.to_path_buf(), real.clone());
         real
     }
