@@ -22,6 +22,7 @@
 //! LSP 3.17 "Position": a column past the end of its line means the end of the line (the line
 //! break is not part of the line); a line past the end of the text means the end of the text.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use ropey::{Rope, RopeSlice};
@@ -178,16 +179,47 @@ fn rope_ends_with_line_break(text: &Rope) -> bool {
 /// is returned as a slice of that chunk's `&str`, which is cheaper to build and to walk than
 /// a slice of the tree (`Rope::line` measures the slice's chunks as it builds it).
 pub fn line_text(text: &Rope, line: usize) -> Option<RopeSlice<'_>> {
+    Some(match rope_line(text, line)? {
+        RopeLine::Chunk(within) => RopeSlice::from(within),
+        RopeLine::Slice(slice) => slice,
+    })
+}
+
+/// [`line_text`] as a string: borrowed from the rope's chunk when the line lies within one,
+/// else copied out of the tree.
+fn line_str(text: &Rope, line: usize) -> Option<Cow<'_, str>> {
+    Some(match rope_line(text, line)? {
+        RopeLine::Chunk(within) => Cow::Borrowed(within),
+        RopeLine::Slice(slice) => Cow::Owned(slice.to_string()),
+    })
+}
+
+/// Where a line's text (without its break) lies in a rope.
+enum RopeLine<'a> {
+    /// Within one chunk.
+    Chunk(&'a str),
+    /// Across chunks.
+    Slice(RopeSlice<'a>),
+}
+
+/// One lookup of the line's start; its end is the first line break (LF, CR: the rope's
+/// `cr_lines` breaks) after it in the same chunk, or the text's end when the chunk is the last.
+fn rope_line(text: &Rope, line: usize) -> Option<RopeLine<'_>> {
     if line >= text.len_lines() {
         return None;
     }
-    let (start, end) = (text.line_to_byte(line), text.line_to_byte(line + 1));
+    let start = text.line_to_byte(line);
     let (chunk, chunk_start, _, _) = text.chunk_at_byte(start);
-    let slice = match chunk.get(start - chunk_start..end - chunk_start) {
-        Some(within) => RopeSlice::from(within),
-        None => text.byte_slice(start..end),
-    };
-    Some(slice.byte_slice(..slice.len_bytes() - line_break_len(slice)))
+    let rest = &chunk[start - chunk_start..];
+    if let Some(end) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
+        return Some(RopeLine::Chunk(&rest[..end]));
+    }
+    if chunk_start + chunk.len() == text.len_bytes() {
+        // The text's last line, with no break after it.
+        return Some(RopeLine::Chunk(rest));
+    }
+    let slice = text.byte_slice(start..text.line_to_byte(line + 1));
+    Some(RopeLine::Slice(slice.byte_slice(..slice.len_bytes() - line_break_len(slice))))
 }
 
 /// Byte length of the line break (0, 1 or 2) at the end of a line slice.
@@ -246,19 +278,20 @@ pub fn char_limited(text: &Rope, range: &Range<usize>, max_chars: usize) -> (Ran
 /// column `column` (a third of the window before it), with `…` where it was cut. `None` past the
 /// end of the text.
 pub fn line_excerpt(text: &Rope, line: usize, column: usize, max_chars: usize) -> Option<String> {
-    Some(excerpt_of(line_text(text, line)?, column, max_chars))
+    Some(excerpt_of(&line_str(text, line)?, column, max_chars))
 }
 
-/// [`line_excerpt`] of a line already looked up (`slice`, without its break).
-fn excerpt_of(slice: RopeSlice<'_>, column: usize, max_chars: usize) -> String {
-    let chars = slice.len_chars();
+/// [`line_excerpt`] of a line already looked up (without its break).
+fn excerpt_of(line: &str, column: usize, max_chars: usize) -> String {
+    // No more bytes than `max_chars` is no more characters either.
+    let chars = if line.len() <= max_chars { line.len() } else { line.chars().count() };
     if chars <= max_chars {
-        let whole: std::borrow::Cow<'_, str> = slice.into();
-        return whole.trim().to_owned();
+        return line.trim().to_owned();
     }
     let start = column.saturating_sub(1).min(chars).saturating_sub(max_chars / 3);
     let end = (start + max_chars).min(chars);
-    let window = slice.slice(start..end).to_string();
+    let byte_of = |char_index: usize| line.char_indices().nth(char_index).map_or(line.len(), |(byte, _)| byte);
+    let window = &line[byte_of(start)..byte_of(end)];
     let before = if start > 0 { "…" } else { "" };
     let after = if end < chars { "…" } else { "" };
     format!("{before}{}{after}", window.trim())
@@ -392,16 +425,12 @@ pub fn convert_position(text: &Rope, position: Position, from: Encoding, to: Enc
     if from == to {
         return (position, Fidelity::Exact);
     }
-    let Some(line) = line_text(text, position.line as usize) else {
+    let Some(line) = line_str(text, position.line as usize) else {
         return (position, Fidelity::Clamped);
     };
     let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, from);
-    let units = match to {
-        Encoding::Utf8 => byte,
-        Encoding::Utf16 => line.byte_slice(..byte).chars().map(char::len_utf16).sum(),
-        Encoding::Utf32 => line.byte_slice(..byte).len_chars(),
-    };
-    (Position { line: position.line, character: to_u32(units) }, fidelity)
+    let (units, _) = column_in_line(&line, byte, to);
+    (Position { line: position.line, character: units }, fidelity)
 }
 
 /// Converts a 1-based line and character column (the MCP/CLI unit) into a byte offset.
@@ -427,13 +456,12 @@ pub fn offset_to_one_based(text: &Rope, offset: usize) -> (OneBased, Fidelity) {
 /// column inside a character or past the line's end clamps, a line past the end of the text
 /// gives the end of the text, both marked [`Fidelity::Clamped`].
 pub fn position_to_one_based(text: &Rope, position: Position, encoding: Encoding) -> (OneBased, Fidelity) {
-    let Some(line) = line_text(text, position.line as usize) else {
+    let Some(line) = line_str(text, position.line as usize) else {
         let (at, _) = offset_to_one_based(text, text.len_bytes());
         return (at, Fidelity::Clamped);
     };
-    let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, encoding);
-    let column = Position { line: position.line, character: to_u32(line.byte_to_char(byte)) };
-    (OneBased::from_position(column), fidelity)
+    let (column, fidelity) = char_of_column(&line, position.character as usize, encoding);
+    (OneBased::from_position(Position { line: position.line, character: to_u32(column) }), fidelity)
 }
 
 /// A server's range (`start` and `end` counted in `encoding` units) as 1-based lines and
@@ -448,7 +476,7 @@ pub fn range_to_one_based(
     encoding: Encoding,
     max_chars: usize,
 ) -> (OneBased, OneBased, Option<String>) {
-    let Some(line) = line_text(text, start.line as usize) else {
+    let Some(line) = line_str(text, start.line as usize) else {
         // Past the end of the text: both ends clamp there.
         let first = position_to_one_based(text, start, encoding).0;
         let excerpt =
@@ -456,12 +484,12 @@ pub fn range_to_one_based(
         return (first, position_to_one_based(text, end, encoding).0, excerpt);
     };
     let on_line = |at: Position| {
-        let (byte, _) = byte_of_column_in(line.chars(), at.character as usize, encoding);
-        OneBased::from_position(Position { line: at.line, character: to_u32(line.byte_to_char(byte)) })
+        let (column, _) = char_of_column(&line, at.character as usize, encoding);
+        OneBased::from_position(Position { line: at.line, character: to_u32(column) })
     };
     let first = on_line(start);
     let last = if end.line == start.line { on_line(end) } else { position_to_one_based(text, end, encoding).0 };
-    (first, last, Some(excerpt_of(line, first.column as usize, max_chars)))
+    (first, last, Some(excerpt_of(&line, first.column as usize, max_chars)))
 }
 
 /// The 0-based column, in `encoding` units, of byte `byte` within one line of text.
@@ -492,6 +520,19 @@ pub fn column_in_line(line: &str, byte: usize, encoding: Encoding) -> (u32, Fide
 pub fn byte_in_line(line: &str, column: u32, encoding: Encoding) -> (usize, Fidelity) {
     let line = line.trim_end_matches(['\n', '\r']);
     byte_of_column_in(line.chars(), column as usize, encoding)
+}
+
+/// The 0-based character index within `line` (without its break) of its 0-based `column`
+/// counted in `encoding` units, clamped as [`byte_of_column_in`] clamps. A prefix of ASCII,
+/// where every encoding counts one unit per byte, is not walked.
+fn char_of_column(line: &str, column: usize, encoding: Encoding) -> (usize, Fidelity) {
+    let ascii = column.min(line.len());
+    if line.as_bytes()[..ascii].is_ascii() {
+        // Either the column, or past the end of an all-ASCII line: its end.
+        return (ascii, if ascii == column { Fidelity::Exact } else { Fidelity::Clamped });
+    }
+    let (byte, fidelity) = byte_of_column_in(line.chars(), column, encoding);
+    (line[..byte].chars().count(), fidelity)
 }
 
 fn byte_of_column_in(chars: impl Iterator<Item = char>, column: usize, encoding: Encoding) -> (usize, Fidelity) {

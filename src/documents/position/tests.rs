@@ -117,8 +117,9 @@ fn server_ranges_become_one_based_with_the_start_lines_excerpt() {
             let positions: Vec<Position> = (0..5).flat_map(|l| (0..46).step_by(3).map(move |c| pos(l, c))).collect();
             for &start in &positions {
                 for &end in &positions {
-                    let first = position_to_one_based(&text, start, encoding).0;
-                    let last = position_to_one_based(&text, end, encoding).0;
+                    let first = two_step_one_based(&text, start, encoding);
+                    let last = two_step_one_based(&text, end, encoding);
+                    assert_eq!(position_to_one_based(&text, start, encoding).0, first, "{start:?} {encoding:?}");
                     let excerpt = zero_based(first.line as usize)
                         .and_then(|line| line_excerpt(&text, line, first.column as usize, 20));
                     assert_eq!(
@@ -404,4 +405,42 @@ fn line_text_within_and_across_chunks_is_the_ropes_line_without_its_break() {
     }
     assert!(across > 10, "some lines cross chunks ({across})");
     assert_eq!(line_text(&text, text.len_lines()), None);
+}
+
+/// A server's position through the rope's own line and character lookups
+/// ([`position_to_offset`] then [`offset_to_one_based`]): the reference the one-lookup
+/// conversions are held to.
+fn two_step_one_based(text: &Rope, position: Position, encoding: Encoding) -> OneBased {
+    offset_to_one_based(text, position_to_offset(text, position, encoding).0).0
+}
+
+/// Over a text of many chunks, lines within one chunk and across chunks convert a server's
+/// positions (ranges and single ones, every encoding) as the rope's own lookups do.
+#[test]
+fn positions_on_lines_within_and_across_chunks_convert_as_the_ropes_lookups() {
+    let pieces = ["short\n", "a\r\n", "lone\rcr", "😀 emoji 漢字 ", "x", "\n"];
+    let mut text = Rope::new();
+    for i in 0..1200usize {
+        let piece = pieces[i % pieces.len()].repeat(1 + i % 5);
+        let at = (i * 7919) % (text.len_chars() + 1);
+        text.insert(at, &piece);
+    }
+    assert!(text.chunks().count() > 20, "the text spans many chunks");
+    for line in 0..text.len_lines() as u32 + 1 {
+        for encoding in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            for column in [0, 2, 9, 40, 500] {
+                let (start, end) = (pos(line, column), pos(line, column + 3));
+                let first = two_step_one_based(&text, start, encoding);
+                let last = two_step_one_based(&text, end, encoding);
+                let (got_first, got_last, _) = range_to_one_based(&text, start, end, encoding, 300);
+                assert_eq!((got_first, got_last), (first, last), "line {line} {column} {encoding:?}");
+                assert_eq!(position_to_one_based(&text, start, encoding).0, first, "line {line} {column} {encoding:?}");
+                // Between two encodings a column is clamped to its line (the same one is kept).
+                let converted = convert_position(&text, start, encoding, Encoding::Utf32).0;
+                if (line as usize) < text.len_lines() && encoding != Encoding::Utf32 {
+                    assert_eq!(converted.character + 1, first.column, "line {line} {column} {encoding:?}");
+                }
+            }
+        }
+    }
 }
