@@ -75,6 +75,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 Some(at) => (at + 1, true),
                 None => (available.len(), false),
             };
+            if done && !self.discarding && self.line.is_empty() && taken <= self.max {
+                // The whole line is in the buffer (the usual case): one copy, of its size.
+                let line = available[..taken - 1].to_vec();
+                self.read.consume(taken);
+                return Some(Line::Whole(line));
+            }
             if !self.discarding {
                 if self.line.len() + taken > self.max {
                     self.discarding = true;
@@ -100,7 +106,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 /// guard described in the module docs.
 pub struct GuardedTransport<R, W> {
     read: LineReader<R>,
-    write: Arc<Mutex<W>>,
+    write: Arc<Mutex<Sink<W>>>,
     /// Whether an `initialize` request went through.
     initialized: bool,
 }
@@ -114,7 +120,7 @@ where
     pub fn new(read: R, write: W) -> GuardedTransport<R, W> {
         GuardedTransport {
             read: LineReader::new(read, MAX_LINE_BYTES),
-            write: Arc::new(Mutex::new(write)),
+            write: Arc::new(Mutex::new(Sink { write, line: Vec::new() })),
             initialized: false,
         }
     }
@@ -123,17 +129,9 @@ where
     /// any await (rmcp polls it in a `select!`), and a half-written answer would corrupt the
     /// stream.
     fn answer(&self, message: Value) {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
         let write = self.write.clone();
         tokio::spawn(async move {
-            let mut write = write.lock().await;
-            if let Err(err) = async {
-                write.write_all(&line).await?;
-                write.flush().await
-            }
-            .await
-            {
+            if let Err(err) = write.lock().await.send(&message).await {
                 tracing::warn!("MCP stdout: {err}");
             }
         });
@@ -207,13 +205,7 @@ where
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
-        async move {
-            let mut line = serde_json::to_vec(&item)?;
-            line.push(b'\n');
-            let mut write = write.lock().await;
-            write.write_all(&line).await?;
-            write.flush().await
-        }
+        async move { write.lock().await.send(&item).await }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
@@ -240,7 +232,35 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.write.lock().await.flush().await
+        self.write.lock().await.write.flush().await
+    }
+}
+
+/// The writer of a transport's answers, with the buffer each answer is serialised into: kept
+/// from one answer to the next (an answer of tens of KB is not grown from empty each time),
+/// unless it grew past [`Sink::KEPT_BYTES`].
+struct Sink<W> {
+    write: W,
+    line: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin> Sink<W> {
+    /// Capacity kept for the next answer.
+    const KEPT_BYTES: usize = 1 << 20;
+
+    /// Writes `message` as one line and flushes it.
+    ///
+    /// Errors: serialising failed (a map with non-string keys), or the write did.
+    async fn send(&mut self, message: &impl serde::Serialize) -> std::io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, message)?;
+        self.line.push(b'\n');
+        let written = self.write.write_all(&self.line).await;
+        if self.line.capacity() > Self::KEPT_BYTES {
+            self.line = Vec::new();
+        }
+        written?;
+        self.write.flush().await
     }
 }
 
