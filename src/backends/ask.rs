@@ -215,8 +215,11 @@ impl Backends {
             }
             asked = true;
             let answer = self.ask_server(&question, spec, acquired, ready_limit, &cancel, &make);
+            // Whether the answer is empty matters only when a later server may answer instead, or
+            // an earlier empty answer would be returned before it (the first one is).
+            let may_pass = index < last || matches!(fallback, Some(Ok(_)));
             match answer {
-                Ok(answered) if single && is_empty(&answered.value) => {
+                Ok(answered) if single && may_pass && is_empty(&answered.value) => {
                     if !matches!(fallback, Some(Ok(_))) {
                         fallback = Some(Ok(answered));
                     }

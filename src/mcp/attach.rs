@@ -3,8 +3,8 @@
 //! stdio to it ([`bridge`]), so the agent sees the editor's unsaved buffers and shares its warm
 //! language servers. Without a socket, `filepuff mcp` runs an Engine of its own.
 //!
-//! - **Where**: `/run/user/UID/filepuff/` when the user's runtime directory exists, else
-//!   `/tmp/filepuff-UID/` — never from environment variables (`XDG_RUNTIME_DIR`, `TMPDIR`),
+//! - **Where**: `/run/user/UID/filepuff/` when the user's runtime directory exists (looked at
+//!   once per process), else `/tmp/filepuff-UID/` — never from environment variables (`XDG_RUNTIME_DIR`, `TMPDIR`),
 //!   which MCP clients strip from the servers they start, so the editor's process and the
 //!   agent's would look in different places. The directory is created mode 0700 and refused if
 //!   another user owns it (by both ends). The socket is `<first 16 hex digits of
@@ -48,14 +48,20 @@ use crate::tools::toolsets::ToolsetSelection;
 /// How often a `filepuff lsp` that does not own its root's socket checks whether it can.
 pub const TAKEOVER_POLL: Duration = Duration::from_millis(200);
 
-/// The directory sockets live in (see the module documentation).
+/// The directory sockets live in (see the module documentation). Decided once per process
+/// (the user's runtime directory exists from login on): a bridge looks there before every
+/// request, and the look should cost no more than one `stat` of this directory.
 pub fn runtime_dir() -> PathBuf {
-    let uid = current_uid();
-    let user_runtime = PathBuf::from(format!("/run/user/{uid}"));
-    match std::fs::metadata(&user_runtime) {
-        Ok(metadata) if metadata.is_dir() && metadata.uid() == uid => user_runtime.join("filepuff"),
-        _ => PathBuf::from(format!("/tmp/filepuff-{uid}")),
-    }
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let uid = current_uid();
+        let user_runtime = PathBuf::from(format!("/run/user/{uid}"));
+        match std::fs::metadata(&user_runtime) {
+            Ok(metadata) if metadata.is_dir() && metadata.uid() == uid => user_runtime.join("filepuff"),
+            _ => PathBuf::from(format!("/tmp/filepuff-{uid}")),
+        }
+    })
+    .clone()
 }
 
 fn current_uid() -> u32 {
@@ -109,7 +115,12 @@ fn private_dir(dir: &Path) -> io::Result<()> {
 /// Whether `dir` exists, is ours and is private (without creating or changing it): what a
 /// connecting agent requires before trusting a socket there.
 fn is_private_dir(dir: &Path) -> bool {
-    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == current_uid() && m.mode() & 0o077 == 0)
+    std::fs::symlink_metadata(dir).is_ok_and(|m| is_private(&m))
+}
+
+/// Whether `metadata` (an `lstat`) is of a directory of this user that no one else may enter.
+fn is_private(metadata: &std::fs::Metadata) -> bool {
+    metadata.is_dir() && metadata.uid() == current_uid() && metadata.mode() & 0o077 == 0
 }
 
 /// The start time of process `pid` (clock ticks since boot, `/proc/PID/stat` field 22), which

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Process, is_private_dir, private_dir, runtime_dir, workspace_hash};
+use super::{Process, is_private, is_private_dir, private_dir, runtime_dir, workspace_hash};
 
 /// The presence file of a running `filepuff lsp`: `HASH.PID.editor` in [`runtime_dir`], mode
 /// 0600, holding `{"pid": PID, "start": START, "root": ROOT}` (START: the process start time
@@ -153,10 +153,9 @@ impl DiskNotice {
     /// editor is checked to be alive (a `/proc` read) at every call.
     fn running_editors(&self) -> Vec<u32> {
         let dir = runtime_dir();
-        let Some(modified) = std::fs::symlink_metadata(&dir).ok().and_then(|m| m.modified().ok()) else {
-            return Vec::new();
-        };
-        if !is_private_dir(&dir) {
+        let Ok(metadata) = std::fs::symlink_metadata(&dir) else { return Vec::new() };
+        let Ok(modified) = metadata.modified() else { return Vec::new() };
+        if !is_private(&metadata) {
             return Vec::new();
         }
         let mut listed = self.listed.lock();
