@@ -226,8 +226,20 @@ impl Workspace {
     /// (`/link/a.go` when `/link` → the root) is the file it names; a path inside the root
     /// lexically whose real location is outside is a [`WorkspaceError::SymlinkEscape`]; any
     /// other path whose real location is outside is [`WorkspaceError::OutsideRoot`].
+    ///
+    /// The real location is found as a [`Resolver`] finds it: an `lstat` per component below the
+    /// root (the root is canonical), not a `readlink` per component from `/` (`realpath`).
     fn resolve_path(&self, path: &Path, input: &str) -> Result<ResolvedPath, WorkspaceError> {
-        self.sandbox(path, input, canonicalize_existing_prefix)
+        let mut resolver = self.resolver();
+        self.sandbox(path, input, |normalised| resolver.real(normalised).0)
+    }
+
+    /// [`Workspace::resolve_uri`] with the real location found by `realpath` of its existing
+    /// prefix: the reference the resolvers are tested against.
+    #[cfg(test)]
+    pub(crate) fn resolve_uri_by_realpath(&self, uri: &url::Url) -> Result<ResolvedPath, WorkspaceError> {
+        let path = file_uri_path(uri)?;
+        self.sandbox(&path, uri.as_str(), canonicalize_existing_prefix)
     }
 
     /// A batch of resolutions that share what they learn about directories: for the many
