@@ -88,22 +88,60 @@ impl Drop for NonBlocking {
 }
 
 /// A pollable pipe or socket read by the runtime's thread.
-pub struct FdReader(AsyncFd<NonBlocking>);
+pub struct FdReader {
+    fd: AsyncFd<NonBlocking>,
+    /// Whether a read that returns less than it asked for has emptied the descriptor (a pipe, a
+    /// stream socket), so the next read can wait for readiness instead of failing with
+    /// `EAGAIN` first, as tokio's own pipes and sockets do. Not so for a datagram socket (a
+    /// read returns one datagram).
+    drained_by_short_read: bool,
+}
 
 impl FdReader {
     /// Reads `fd` (made non-blocking; call within a runtime). Errors: as [`NonBlocking`].
     pub fn new(fd: OwnedFd) -> io::Result<FdReader> {
-        Ok(FdReader(NonBlocking::new(fd)?.polled()?))
+        let drained_by_short_read = is_fifo_or_stream_socket(&fd);
+        Ok(FdReader { fd: NonBlocking::new(fd)?.polled()?, drained_by_short_read })
+    }
+}
+
+/// Whether `fd` is a pipe (FIFO) or a `SOCK_STREAM` socket (libuv, and so Node, gives a child
+/// a socket pair for each piped standard stream).
+fn is_fifo_or_stream_socket(fd: &OwnedFd) -> bool {
+    match fd_stat(fd).map(|st| st.st_mode & libc::S_IFMT) {
+        Some(libc::S_IFIFO) => true,
+        Some(libc::S_IFSOCK) => {
+            let mut kind: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `fd` is an open socket; `kind` and `len` are valid out-pointers of the
+            // size `len` says.
+            let rc = unsafe {
+                libc::getsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_TYPE,
+                    (&raw mut kind).cast::<libc::c_void>(),
+                    &raw mut len,
+                )
+            };
+            rc == 0 && kind == libc::SOCK_STREAM
+        }
+        _ => false,
     }
 }
 
 impl AsyncRead for FdReader {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         loop {
-            let mut ready = ready!(self.0.poll_read_ready(cx))?;
+            let mut ready = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let asked = unfilled.len();
             match ready.try_io(|fd| fd.get_ref().file().read(unfilled)) {
                 Ok(Ok(n)) => {
+                    if self.drained_by_short_read && n > 0 && n < asked {
+                        // Empty now: the next read waits for the reactor to say more came.
+                        ready.clear_ready();
+                    }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -176,7 +214,7 @@ mod tests {
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    use super::{FdReader, FdWriter, NonBlocking};
+    use super::{FdReader, FdWriter, NonBlocking, is_fifo_or_stream_socket};
 
     #[test]
     fn the_descriptors_flags_come_back_when_the_session_ends() {
@@ -217,5 +255,64 @@ mod tests {
         let mut line = [0; 7];
         reader.read_exact(&mut line).await.expect("read");
         assert_eq!(&line, b"answer\n");
+    }
+
+    #[test]
+    fn pipes_and_stream_sockets_are_drained_by_a_short_read_datagram_sockets_and_files_not() {
+        let (read, _write) = std::io::pipe().expect("a pipe");
+        assert!(is_fifo_or_stream_socket(&OwnedFd::from(read)));
+        let (stream, _peer) = UnixStream::pair().expect("a socket pair");
+        assert!(is_fifo_or_stream_socket(&OwnedFd::from(stream)));
+        let (datagram, _peer) = std::os::unix::net::UnixDatagram::pair().expect("a datagram pair");
+        assert!(!is_fifo_or_stream_socket(&OwnedFd::from(datagram)));
+        let file = tempfile::tempfile().expect("a file");
+        assert!(!is_fifo_or_stream_socket(&OwnedFd::from(file)));
+    }
+
+    /// A reader that stops reading after a short read (it waits for the reactor instead) still
+    /// gets every byte, over a pipe and over a socket pair: what was all written before the
+    /// reads (small reads fill their buffer and must not wait), and what comes in bursts with
+    /// pauses while large reads come back short.
+    #[tokio::test]
+    async fn every_byte_arrives_around_short_reads() {
+        let lines = |bursts: std::ops::Range<u32>| -> Vec<String> {
+            bursts.map(|burst| (0..burst % 5 + 1).map(|i| format!("{burst}.{i}\n")).collect()).collect()
+        };
+        async fn read_exactly(reader: &mut FdReader, len: usize, small: bool) -> String {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let size = if small { 7 } else { chunk.len() };
+            let read_all = async {
+                while got.len() < len {
+                    let n = reader.read(&mut chunk[..size]).await.expect("read");
+                    assert!(n > 0, "ended early");
+                    got.extend_from_slice(&chunk[..n]);
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(20), read_all).await.expect("every byte came");
+            String::from_utf8(got).expect("text")
+        }
+        let (pipe_read, pipe_write) = std::io::pipe().expect("a pipe");
+        let (socket_read, socket_write) = UnixStream::pair().expect("a socket pair");
+        let ends: [(OwnedFd, Box<dyn Write + Send>); 2] =
+            [(pipe_read.into(), Box::new(pipe_write)), (socket_read.into(), Box::new(socket_write))];
+        for (read, mut write) in ends {
+            let mut reader = FdReader::new(read).expect("a reader");
+            let before = lines(0..100).concat();
+            write.write_all(before.as_bytes()).expect("written");
+            assert_eq!(read_exactly(&mut reader, before.len(), true).await, before);
+            let bursts = lines(100..300);
+            let expected = bursts.concat();
+            let writer = std::thread::spawn(move || {
+                for (n, burst) in bursts.iter().enumerate() {
+                    write.write_all(burst.as_bytes()).expect("written");
+                    if n % 7 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+            });
+            assert_eq!(read_exactly(&mut reader, expected.len(), false).await, expected);
+            writer.join().expect("the writer");
+        }
     }
 }
