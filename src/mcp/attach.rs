@@ -4,11 +4,11 @@
 //! language servers. Without a socket, `filepuff mcp` runs an Engine of its own.
 //!
 //! - **Where**: `/run/user/UID/filepuff/` when the user's runtime directory exists (looked at
-//!   once per process), else `/tmp/filepuff-UID/` — never from environment variables (`XDG_RUNTIME_DIR`, `TMPDIR`),
-//!   which MCP clients strip from the servers they start, so the editor's process and the
-//!   agent's would look in different places. The directory is created mode 0700 and refused if
-//!   another user owns it (by both ends). The socket is `<first 16 hex digits of
-//!   sha256(canonical root)>.sock`, mode 0600; both ends check the peer's uid.
+//!   once per process), else `/tmp/filepuff-UID/` — never from environment variables
+//!   (`XDG_RUNTIME_DIR`, `TMPDIR`), which MCP clients strip from the servers they start, so the
+//!   editor's process and the agent's would look in different places. The directory is created
+//!   mode 0700 and refused if another user owns it (by both ends). The socket is `<first 16 hex
+//!   digits of sha256(canonical root)>.sock`, mode 0600; both ends check the peer's uid.
 //! - **One owner, taken over** ([`host`]): the first `filepuff lsp` of a root binds the socket.
 //!   Another one for the same root (an editor's restart starting the new server before the old
 //!   one has exited) keeps checking, every [`TAKEOVER_POLL`], whether the owner is still alive
