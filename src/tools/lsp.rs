@@ -369,10 +369,10 @@ impl Target {
 impl Target {
     pub(super) fn resolve(engine: &Engine, params: &PositionParams) -> Result<Target, ToolError> {
         let workspace = engine.workspace();
-        let resolved = workspace.resolve(&params.file)?;
+        let (resolved, lstat) = workspace.resolve_with_lstat(&params.file)?;
         let source = engine
             .documents()
-            .text(&resolved.id(), workspace.config().limits.max_file_bytes)
+            .text_after_lstat(&resolved.id(), workspace.config().limits.max_file_bytes, lstat.as_ref())
             .map_err(|err| read_error(err, &resolved.relative))?;
         let language = source.language.ok_or_else(|| {
             ToolError::new(

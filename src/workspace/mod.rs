@@ -162,6 +162,13 @@ impl Workspace {
     /// (`file:///abs/path`, `file://localhost/abs/path`, percent-encoded). Inputs starting with
     /// another `scheme://` are refused as URIs. The result need not exist.
     pub fn resolve(&self, input: &str) -> Result<ResolvedPath, WorkspaceError> {
+        self.resolve_with_lstat(input).map(|(resolved, _)| resolved)
+    }
+
+    /// [`Workspace::resolve`], with the `lstat` of the resolved file when resolving took one on
+    /// it (its last component exists and is not a symlink), for
+    /// [`crate::documents::DocumentStore::text_after_lstat`]: one `lstat` of the file, not two.
+    pub fn resolve_with_lstat(&self, input: &str) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
         if input.contains('\0') {
             return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
         }
@@ -174,9 +181,9 @@ impl Workspace {
             }
             let uri = url::Url::parse(input)
                 .map_err(|err| WorkspaceError::InvalidUri { input: input.to_owned(), reason: err.to_string() })?;
-            return self.resolve_uri(&uri);
+            return self.resolver().resolve_uri_with_lstat(&uri);
         }
-        self.resolve_path(Path::new(input), input)
+        self.resolver().resolve_path_with_lstat(Path::new(input), input)
     }
 
     /// Resolves a `file:` URI (from a client or, later, a language server).
@@ -230,8 +237,7 @@ impl Workspace {
     /// The real location is found as a [`Resolver`] finds it: an `lstat` per component below the
     /// root (the root is canonical), not a `readlink` per component from `/` (`realpath`).
     fn resolve_path(&self, path: &Path, input: &str) -> Result<ResolvedPath, WorkspaceError> {
-        let mut resolver = self.resolver();
-        self.sandbox(path, input, |normalised| resolver.real(normalised).0)
+        self.resolver().resolve_path_with_lstat(path, input).map(|(resolved, _)| resolved)
     }
 
     /// [`Workspace::resolve_uri`] with the real location found by `realpath` of its existing
@@ -303,9 +309,19 @@ impl Resolver<'_> {
         uri: &url::Url,
     ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
         let path = file_uri_path(uri)?;
+        self.resolve_path_with_lstat(&path, uri.as_str())
+    }
+
+    /// [`Workspace::resolve_path`] of `path` (spelt `input` in errors), with the `lstat` as in
+    /// [`Resolver::resolve_uri_with_lstat`].
+    fn resolve_path_with_lstat(
+        &mut self,
+        path: &Path,
+        input: &str,
+    ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
         let workspace = self.workspace;
         let mut lstat = None;
-        let resolved = workspace.sandbox(&path, uri.as_str(), |normalised| {
+        let resolved = workspace.sandbox(path, input, |normalised| {
             let (real, metadata) = self.real(normalised);
             lstat = metadata;
             real

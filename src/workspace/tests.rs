@@ -224,4 +224,13 @@ fn a_resolvers_lstat_is_of_the_resolved_file_or_none() {
     assert_eq!((resolved.relative.as_str(), lstat.is_none()), ("src/lib.rs", true));
     let (_, lstat) = resolver.resolve_uri_with_lstat(&uri("src/missing.rs")).unwrap();
     assert!(lstat.is_none());
+    // An agent's path, as a path or a URI, the same.
+    for input in ["src/lib.rs", "inner/lib.rs", uri("src/lib.rs").as_str()] {
+        let (resolved, lstat) = fx.workspace.resolve_with_lstat(input).unwrap();
+        assert_eq!(resolved.relative, "src/lib.rs");
+        assert!(lstat.is_some_and(|m| m.file_type().is_file() && m.ino() == real_ino), "{input}");
+    }
+    for input in ["lib_link.rs", "src/missing.rs"] {
+        assert!(fx.workspace.resolve_with_lstat(input).unwrap().1.is_none(), "{input}");
+    }
 }
