@@ -563,8 +563,9 @@ pub(super) struct Locator<'e> {
     engine: &'e Engine,
     encoding: Encoding,
     resolver: crate::workspace::Resolver<'e>,
-    /// Each referenced file (by the server's URI string), resolved and read once per answer.
-    files: std::collections::HashMap<String, Referenced>,
+    /// Each referenced file (by the server's URI string), resolved and read once per answer;
+    /// hashed cheaply (the keys are a trusted answer's few dozen URIs, looked up per location).
+    files: std::collections::HashMap<String, Referenced, rustc_hash::FxBuildHasher>,
 }
 
 /// A file a server's location names, as [`Locator`] found it.
@@ -577,28 +578,27 @@ enum Referenced {
 
 impl<'e> Locator<'e> {
     pub(super) fn new(engine: &'e Engine, encoding: Encoding) -> Locator<'e> {
-        Locator { engine, encoding, resolver: engine.workspace().resolver(), files: std::collections::HashMap::new() }
+        Locator { engine, encoding, resolver: engine.workspace().resolver(), files: Default::default() }
     }
 
     /// The file of `uri`: inside the root with its current text, or outside.
     fn file(&mut self, uri: &str) -> &Referenced {
         if !self.files.contains_key(uri) {
-            let url = Url::parse(uri).ok();
-            let inside = url.as_ref().and_then(|url| self.resolver.resolve_uri_with_lstat(url).ok()).and_then(
-                |(resolved, lstat)| {
-                    let limit = self.engine.workspace().config().limits.max_file_bytes;
-                    let text =
-                        self.engine.documents().text_after_lstat(&resolved.id(), limit, lstat.as_ref()).ok()?.text;
-                    Some(Referenced::Inside(resolved, text))
-                },
-            );
-            let file = inside.unwrap_or_else(|| {
-                let path = url.and_then(|url| url.to_file_path().ok());
-                Referenced::Outside(path.map_or_else(|| uri.to_owned(), |p| p.display().to_string()))
-            });
+            let file = self.locate(uri);
             self.files.insert(uri.to_owned(), file);
         }
         &self.files[uri]
+    }
+
+    fn locate(&mut self, uri: &str) -> Referenced {
+        if let Ok((resolved, lstat)) = self.resolver.resolve_uri_str_with_lstat(uri) {
+            let limit = self.engine.workspace().config().limits.max_file_bytes;
+            if let Ok(source) = self.engine.documents().text_after_lstat(&resolved.id(), limit, lstat.as_ref()) {
+                return Referenced::Inside(resolved, source.text);
+            }
+        }
+        let path = Url::parse(uri).ok().and_then(|url| url.to_file_path().ok());
+        Referenced::Outside(path.map_or_else(|| uri.to_owned(), |p| p.display().to_string()))
     }
 
     /// A location in filepuff's units, and the file's text when it is inside the root.

@@ -15,6 +15,8 @@
 mod config;
 pub mod open;
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -179,9 +181,7 @@ impl Workspace {
             if !scheme.eq_ignore_ascii_case("file") {
                 return Err(WorkspaceError::UnsupportedScheme { input: input.to_owned(), scheme: scheme.to_owned() });
             }
-            let uri = url::Url::parse(input)
-                .map_err(|err| WorkspaceError::InvalidUri { input: input.to_owned(), reason: err.to_string() })?;
-            return self.resolver().resolve_uri_with_lstat(&uri);
+            return self.resolver().resolve_uri_str_with_lstat(input);
         }
         self.resolver().resolve_path_with_lstat(Path::new(input), input)
     }
@@ -252,7 +252,7 @@ impl Workspace {
     /// URIs of one answer (a server's references span dozens of files in a few directories).
     /// Answers are those of [`Workspace::resolve_uri`].
     pub fn resolver(&self) -> Resolver<'_> {
-        Resolver { workspace: self, dirs: std::collections::HashMap::new() }
+        Resolver { workspace: self, dirs: HashMap::default() }
     }
 
     /// [`Workspace::resolve_path`] with `canonical` turning the lexically normalised absolute
@@ -290,8 +290,10 @@ impl Workspace {
 /// replaced by a symlink meanwhile would go unseen).
 pub struct Resolver<'w> {
     workspace: &'w Workspace,
-    /// Lexically normalised absolute directory → its real location.
-    dirs: std::collections::HashMap<PathBuf, PathBuf>,
+    /// Lexically normalised absolute directory → its real location. Keyed on the path's bytes
+    /// with a cheap hash: `Path`'s own `Hash` walks its components, and SipHash guards against
+    /// keys an adversary picks, which a batch's few dozen directories of one answer are not.
+    dirs: HashMap<OsString, PathBuf, rustc_hash::FxBuildHasher>,
 }
 
 impl Resolver<'_> {
@@ -310,6 +312,23 @@ impl Resolver<'_> {
     ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
         let path = file_uri_path(uri)?;
         self.resolve_path_with_lstat(&path, uri.as_str())
+    }
+
+    /// [`Resolver::resolve_uri_with_lstat`] of a URI as a peer sent it (a string): a plain
+    /// `file:///…` URI, whose path [`url::Url`] would neither decode nor change
+    /// ([`plain_file_uri_path`]), is taken as the path it spells without building a `Url`;
+    /// any other is parsed first. Errors: [`WorkspaceError::InvalidUri`] for a string that is
+    /// not a URI, else as [`Workspace::resolve_uri`].
+    pub fn resolve_uri_str_with_lstat(
+        &mut self,
+        uri: &str,
+    ) -> Result<(ResolvedPath, Option<std::fs::Metadata>), WorkspaceError> {
+        if let Some(path) = plain_file_uri_path(uri) {
+            return self.resolve_path_with_lstat(Path::new(path), uri);
+        }
+        let url = url::Url::parse(uri)
+            .map_err(|err| WorkspaceError::InvalidUri { input: uri.to_owned(), reason: err.to_string() })?;
+        self.resolve_uri_with_lstat(&url)
     }
 
     /// [`Workspace::resolve_path`] of `path` (spelt `input` in errors), with the `lstat` as in
@@ -349,11 +368,11 @@ impl Resolver<'_> {
             // Canonical when the workspace was opened.
             return dir.to_path_buf();
         }
-        if let Some(real) = self.dirs.get(dir) {
+        if let Some(real) = self.dirs.get(dir.as_os_str()) {
             return real.clone();
         }
         let (real, _) = self.real(dir);
-        self.dirs.insert(dir.to_path_buf(), real.clone());
+        self.dirs.insert(dir.as_os_str().to_owned(), real.clone());
         real
     }
 }
@@ -373,10 +392,25 @@ fn file_uri_path(uri: &url::Url) -> Result<PathBuf, WorkspaceError> {
     if uri.query().is_some() || uri.fragment().is_some() {
         return Err(invalid("a file URI must not carry a query or fragment"));
     }
-    if uri.path().to_ascii_lowercase().contains("%00") {
+    // `%00` has no letters to spell in either case.
+    if uri.path().contains("%00") {
         return Err(WorkspaceError::InvalidPath { input: input.to_owned(), reason: "contains a NUL byte" });
     }
     uri.to_file_path().map_err(|()| invalid("not an absolute local path"))
+}
+
+/// The path of a `file:///…` URI (empty host) that [`url::Url`] would parse to the same path
+/// [`file_uri_path`] answers, found without parsing: every byte after `file://` is one a URL
+/// path keeps as it is (ASCII letters, digits and `/-._~!$&'()*+,;=:@`: no `%` escape, no `\`,
+/// no query or fragment, nothing non-ASCII), and no segment is `.` or `..` (which the parser
+/// would remove). `None` for any other string: parse it.
+fn plain_file_uri_path(uri: &str) -> Option<&str> {
+    let path = uri.strip_prefix("file://").filter(|path| path.starts_with('/'))?;
+    let kept = |b: &u8| b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(b);
+    if !path.as_bytes().iter().all(kept) || path.split('/').any(|segment| segment == "." || segment == "..") {
+        return None;
+    }
+    Some(path)
 }
 
 /// The scheme of `input` if it looks like a URI: `file:` anything, or `scheme://…`.

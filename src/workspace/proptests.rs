@@ -181,5 +181,17 @@ proptest! {
             prop_assert_eq!(&alone, &by_realpath, "{}", uri);
             prop_assert_eq!(batch.resolve_uri(uri).map_err(|err| err.to_string()), by_realpath, "{}", uri);
         }
+        // As a server spells them (strings, a plain `file:///` one not parsed): the same files,
+        // and an error where parsing it gives one.
+        for (prefix, components) in inputs.iter().chain(inputs.iter()) {
+            let spelt = spell(workspace.root(), prefix, components);
+            let Ok(uri) = url::Url::parse(&spelt) else { continue };
+            if uri.scheme() != "file" {
+                continue;
+            }
+            let by_realpath = workspace.resolve_uri_by_realpath(&uri).ok();
+            let as_sent = batch.resolve_uri_str_with_lstat(&spelt).map(|(resolved, _)| resolved).ok();
+            prop_assert_eq!(as_sent, by_realpath, "{}", spelt);
+        }
     }
 }

@@ -130,6 +130,38 @@ fn uri_round_trip_percent_encodes() {
 }
 
 #[test]
+fn only_uris_the_parser_would_leave_alone_skip_it() {
+    assert_eq!(plain_file_uri_path("file:///w/src/a_b-c.go"), Some("/w/src/a_b-c.go"));
+    assert_eq!(plain_file_uri_path("file:///w/@types/x+y,z=1;2:3.d.ts"), Some("/w/@types/x+y,z=1;2:3.d.ts"));
+    for parsed in [
+        "file:///w/a%20b.go",
+        "file:///w/../etc/passwd",
+        "file:///w/./a.go",
+        "file:///w/..",
+        "file://localhost/w/a.go",
+        "file://host/w/a.go",
+        "file:///w/a.go?x",
+        "file:///w/a.go#x",
+        "file:///w/a\\b.go",
+        "file:///w/é.go",
+        "file:///w/a b.go",
+        "file:///C|/a.go",
+        "FILE:///w/a.go",
+        "file:w/a.go",
+    ] {
+        assert_eq!(plain_file_uri_path(parsed), None, "{parsed}");
+    }
+    // Where it applies, the answer is the parser's.
+    let fx = fixture();
+    let uri = fx.workspace.uri_for(&fx.workspace.resolve("src/lib.rs").unwrap());
+    let mut resolver = fx.workspace.resolver();
+    assert!(plain_file_uri_path(uri.as_str()).is_some(), "{uri}");
+    assert_eq!(resolver.resolve_uri_str_with_lstat(uri.as_str()).unwrap().0, fx.workspace.resolve_uri(&uri).unwrap());
+    let err = resolver.resolve_uri_str_with_lstat("file://[").unwrap_err();
+    assert!(matches!(err, WorkspaceError::InvalidUri { .. }), "{err:?}");
+}
+
+#[test]
 fn root_must_be_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");

@@ -307,7 +307,20 @@ struct Envelope {
 
 impl Envelope {
     fn of(line: &[u8]) -> Option<Envelope> {
-        serde_json::from_slice(line).ok()
+        Envelope::answer_head(line).or_else(|| serde_json::from_slice(line).ok())
+    }
+
+    /// An answer as rmcp writes one, `{"jsonrpc":"2.0","id":ID,"result":…}` (or `"error"`),
+    /// read from its head: the bridge needs only the id, and a `find_references` answer is tens
+    /// of kilobytes to skip through otherwise. `None` for any other shape (a request, another
+    /// key order, spaces): [`Envelope::of`] then reads the whole line.
+    fn answer_head(line: &[u8]) -> Option<Envelope> {
+        let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+        let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
+        let id = values.next()?.ok().filter(|id| id.is_number() || id.is_string())?;
+        let after = &rest[values.byte_offset()..];
+        (after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#))
+            .then_some(Envelope { method: None, id: Some(id) })
     }
 }
 
@@ -453,5 +466,39 @@ mod tests {
         settle(&mut replay, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
         assert_eq!(replay.pending, vec![json!("b")]);
         assert!(replay.initialized.is_some() && replay.initialize.is_some());
+    }
+
+    #[test]
+    fn an_answer_is_read_from_its_head_as_the_whole_line_reads_it() {
+        let whole =
+            |line: &[u8]| serde_json::from_slice::<Envelope>(line).ok().map(|envelope| (envelope.method, envelope.id));
+        let result = rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text("x".repeat(100))]);
+        let answers = [
+            serde_json::to_vec(&rmcp::model::ServerJsonRpcMessage::response(
+                rmcp::model::ServerResult::CallToolResult(result),
+                rmcp::model::NumberOrString::Number(7),
+            ))
+            .unwrap(),
+            serde_json::to_vec(&rmcp::model::ServerJsonRpcMessage::error(
+                rmcp::model::ErrorData::internal_error("no", None),
+                Some(rmcp::model::NumberOrString::String("a\"b".into())),
+            ))
+            .unwrap(),
+        ];
+        for answer in &answers {
+            let head = Envelope::answer_head(answer).map(|envelope| (envelope.method, envelope.id));
+            assert!(head.is_some(), "not read from its head: {}", String::from_utf8_lossy(answer));
+            assert_eq!(head, whole(answer));
+        }
+        // Other shapes are read whole.
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#[..],
+            br#"{"jsonrpc":"2.0","id":{"x":1},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            br#"{"id":3,"jsonrpc":"2.0","result":{}}"#,
+        ] {
+            assert!(Envelope::answer_head(line).is_none());
+        }
+        assert_eq!(Envelope::of(br#"{"id":3,"jsonrpc":"2.0","result":{}}"#).and_then(|e| e.id), Some(json!(3)));
     }
 }
