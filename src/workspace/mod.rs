@@ -15,6 +15,7 @@
 mod config;
 pub mod open;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -263,7 +264,7 @@ impl Workspace {
         input: &str,
         canonical: impl FnOnce(&Path) -> PathBuf,
     ) -> Result<ResolvedPath, WorkspaceError> {
-        let joined = if path.is_absolute() { path.to_path_buf() } else { self.root.join(path) };
+        let joined = if path.is_absolute() { Cow::Borrowed(path) } else { Cow::Owned(self.root.join(path)) };
         let normalised = normalise_lexically(&joined)
             .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
         let real = canonical(&normalised);
@@ -355,7 +356,10 @@ impl Resolver<'_> {
     /// location when it was taken there: the last component exists and is not a symlink.
     fn real(&mut self, path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return (path.to_path_buf(), None) };
-        let candidate = self.real_dir(parent).join(name);
+        // The real directory may be longer than its spelling (a symlink on the way): some room.
+        let mut candidate = PathBuf::with_capacity(path.as_os_str().len() + 64);
+        self.push_real_dir(parent, &mut candidate);
+        candidate.push(name);
         match std::fs::symlink_metadata(&candidate) {
             Ok(metadata) if metadata.file_type().is_symlink() => (canonicalize_existing_prefix(&candidate), None),
             Ok(metadata) => (candidate, Some(metadata)),
@@ -363,17 +367,21 @@ impl Resolver<'_> {
         }
     }
 
-    fn real_dir(&mut self, dir: &Path) -> PathBuf {
+    /// Pushes the real location of directory `dir` (absolute, lexically normalised) onto
+    /// `out` (empty): from the batch's cache, else found by [`Resolver::real`] and cached.
+    fn push_real_dir(&mut self, dir: &Path, out: &mut PathBuf) {
         if dir == self.workspace.root {
             // Canonical when the workspace was opened.
-            return dir.to_path_buf();
+            out.push(dir);
+            return;
         }
         if let Some(real) = self.dirs.get(dir.as_os_str()) {
-            return real.clone();
+            out.push(real);
+            return;
         }
         let (real, _) = self.real(dir);
-        self.dirs.insert(dir.as_os_str().to_owned(), real.clone());
-        real
+        out.push(&real);
+        self.dirs.insert(dir.as_os_str().to_owned(), real);
     }
 }
 
@@ -430,7 +438,8 @@ fn uri_scheme(input: &str) -> Option<&str> {
 
 /// Resolves `.` and `..` without touching the file system; `None` if `..` climbs above `/`.
 fn normalise_lexically(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
+    // Never longer than `path`: one allocation.
+    let mut out = PathBuf::with_capacity(path.as_os_str().len());
     for component in path.components() {
         match component {
             Component::Prefix(prefix) => out.push(prefix.as_os_str()),
