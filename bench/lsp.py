@@ -8,7 +8,8 @@ with emoji and CJK before the identifier). Run with `bench/run lsp [gopls|basedp
 The direct harness is a minimal LSP client over stdio (Content-Length framing): initialize,
 didOpen, wait until hover answers, then time warm requests. filepuff is driven with
 newline-delimited JSON-RPC (no SDK cost). Printed per server: p50 and p90 of each, the added
-latency p50 (filepuff minus direct) — the figure the target (≤ 0.5 ms) is about — the ratio, and
+latency p50 (filepuff minus direct) — the figure the target (≤ 0.5 ms) is about — the ratio,
+filepuff's own CPU per call (mean; the added latency also counts waking its threads), and
 whether filepuff's references total equals the server's (exit status 1 when not).
 """
 
@@ -113,6 +114,18 @@ class RawMcp:
         return reply["result"]["structuredContent"]
 
 
+def process_cpu(pid):
+    """Seconds of CPU (user + system, all threads) process `pid` has used: /proc/PID/stat, in
+    clock ticks (10 ms), so only a mean over many requests means anything. The added latency
+    counts wake-ups too; this is filepuff's own work."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def pct(samples, q):
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
@@ -168,6 +181,7 @@ def compare(label, command, root, language, cases, env=None):
 
     direct = {name: [] for name in methods}
     ours = {name: [] for name in methods}
+    cpu = {name: 0.0 for name in methods}
     answers = {}
     for i in range(RUNS + 20):
         for name in methods:
@@ -176,10 +190,12 @@ def compare(label, command, root, language, cases, env=None):
             reply = lsp.request(methods[name], params(name))
             if i >= 20:
                 direct[name].append(time.perf_counter() - start)
+            before = process_cpu(mcp.proc.pid)
             start = time.perf_counter()
             out = mcp.call(tools[name], arguments(name))
             if i >= 20:
                 ours[name].append(time.perf_counter() - start)
+                cpu[name] += process_cpu(mcp.proc.pid) - before
             answers[name] = (reply.get("result"), out)
     lsp.request("shutdown", None)
     lsp.notify("exit", None)
@@ -190,12 +206,14 @@ def compare(label, command, root, language, cases, env=None):
     refs_direct = len(answers["references"][0] or [])
     refs_ours = answers["references"][1].get("total_references")
     print(f"### {label}")
-    print("| request | direct p50 ms | direct p90 ms | filepuff p50 ms | filepuff p90 ms | added p50 ms | ratio p50 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| request | direct p50 ms | direct p90 ms | filepuff p50 ms | filepuff p90 ms | added p50 ms | ratio p50 "
+          "| filepuff CPU ms/call |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in methods:
         d50, d90 = pct(direct[name], 0.5), pct(direct[name], 0.9)
         f50, f90 = pct(ours[name], 0.5), pct(ours[name], 0.9)
-        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (name, d50, d90, f50, f90, f50 - d50, f50 / d50))
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |"
+              % (name, d50, d90, f50, f90, f50 - d50, f50 / d50, cpu[name] / len(ours[name]) * 1e3))
     print()
     print(f"references: direct {refs_direct}, filepuff {refs_ours} "
           f"(completeness: {answers['references'][1].get('completeness')})")
