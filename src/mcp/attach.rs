@@ -487,7 +487,6 @@ pub fn toolsets(engine: &Engine, flag: Option<&str>) -> Result<ToolsetSelection,
 type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 
 async fn serve_connection(engine: Arc<Engine>, stream: tokio::net::UnixStream) -> anyhow::Result<()> {
-    use rmcp::ServiceExt;
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut first = Vec::new();
@@ -505,8 +504,7 @@ async fn serve_connection(engine: Arc<Engine>, stream: tokio::net::UnixStream) -
     let flag = options.as_ref().and_then(|o| o.get("toolsets")).and_then(Value::as_str);
     let toolsets = toolsets(&engine, flag).map_err(anyhow::Error::msg)?;
     // The same line guard as stdio: a malformed line is answered, never the end of the session.
-    let transport = crate::mcp::GuardedTransport::new(input, write);
-    let service = crate::mcp::McpServer::with_toolsets(engine, toolsets).serve(transport).await?;
+    let service = crate::mcp::McpServer::with_toolsets(engine, toolsets).serve_lines(input, write).await?;
     service.waiting().await?;
     Ok(())
 }

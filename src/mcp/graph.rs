@@ -6,7 +6,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{ErrorData, tool, tool_router};
 
-use super::{McpServer, run};
+use super::McpServer;
 use crate::tools::graph::{self as graph, render};
 
 #[tool_router(router = graph_tool_router, vis = "pub(crate)")]
@@ -18,7 +18,7 @@ impl McpServer {
         output_schema = schema_for_output::<graph::AddComponentOutput>()
     )]
     async fn add_component(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::add_component, render::add_component).await)
+        Ok(self.run(arguments, graph::add_component, render::add_component).await)
     }
 
     #[tool(
@@ -31,7 +31,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::update_component, render::update_component).await)
+        Ok(self.run(arguments, graph::update_component, render::update_component).await)
     }
 
     #[tool(
@@ -44,7 +44,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::add_relationship, render::add_relationship).await)
+        Ok(self.run(arguments, graph::add_relationship, render::add_relationship).await)
     }
 
     #[tool(
@@ -54,7 +54,7 @@ impl McpServer {
         output_schema = schema_for_output::<graph::GetComponentOutput>()
     )]
     async fn get_component(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::get_component, render::get_component).await)
+        Ok(self.run(arguments, graph::get_component, render::get_component).await)
     }
 
     #[tool(
@@ -67,7 +67,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::find_related_components, render::find_related_components).await)
+        Ok(self.run(arguments, graph::find_related_components, render::find_related_components).await)
     }
 
     #[tool(
@@ -77,7 +77,7 @@ impl McpServer {
         output_schema = schema_for_output::<graph::SearchCodeOutput>()
     )]
     async fn search_code(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::search_code, render::search_code).await)
+        Ok(self.run(arguments, graph::search_code, render::search_code).await)
     }
 
     #[tool(
@@ -87,7 +87,7 @@ impl McpServer {
         output_schema = schema_for_output::<graph::UpdateStatusOutput>()
     )]
     async fn update_status(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::update_status, render::update_status).await)
+        Ok(self.run(arguments, graph::update_status, render::update_status).await)
     }
 
     #[tool(
@@ -100,7 +100,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::get_project_status, render::get_project_status).await)
+        Ok(self.run(arguments, graph::get_project_status, render::get_project_status).await)
     }
 
     #[tool(
@@ -113,7 +113,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::find_next_tasks, render::find_next_tasks).await)
+        Ok(self.run(arguments, graph::find_next_tasks, render::find_next_tasks).await)
     }
 
     #[tool(
@@ -126,7 +126,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::prepare_context, render::prepare_context).await)
+        Ok(self.run(arguments, graph::prepare_context, render::prepare_context).await)
     }
 
     #[tool(
@@ -139,7 +139,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::continue_implementation, render::continue_implementation).await)
+        Ok(self.run(arguments, graph::continue_implementation, render::continue_implementation).await)
     }
 
     #[tool(
@@ -152,7 +152,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::get_implementation_plan, render::get_implementation_plan).await)
+        Ok(self.run(arguments, graph::get_implementation_plan, render::get_implementation_plan).await)
     }
 
     #[tool(
@@ -162,6 +162,6 @@ impl McpServer {
         output_schema = schema_for_output::<graph::AnalyzeCodeOutput>()
     )]
     async fn analyze_code(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, graph::analyze_code, render::analyze_code).await)
+        Ok(self.run(arguments, graph::analyze_code, render::analyze_code).await)
     }
 }

@@ -5,7 +5,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{ErrorData, tool, tool_router};
 
-use super::{McpServer, run};
+use super::McpServer;
 use crate::tools::index::{
     self, FileInfo, FilesGetInfoParams, FilesListOutput, FilesListParams, FilesSearchOutput, FilesSearchParams,
 };
@@ -19,7 +19,7 @@ impl McpServer {
         output_schema = schema_for_output::<FilesListOutput>()
     )]
     async fn files_list(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, index::files_list, index::render_list).await)
+        Ok(self.run(arguments, index::files_list, index::render_list).await)
     }
 
     #[tool(
@@ -29,7 +29,7 @@ impl McpServer {
         output_schema = schema_for_output::<FilesSearchOutput>()
     )]
     async fn files_search(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, index::files_search, index::render_search).await)
+        Ok(self.run(arguments, index::files_search, index::render_search).await)
     }
 
     #[tool(
@@ -39,6 +39,6 @@ impl McpServer {
         output_schema = schema_for_output::<FileInfo>()
     )]
     async fn files_get_info(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, index::files_get_info, index::render_info).await)
+        Ok(self.run(arguments, index::files_get_info, index::render_info).await)
     }
 }

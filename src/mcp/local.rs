@@ -5,7 +5,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{ErrorData, tool, tool_router};
 
-use super::{McpServer, run};
+use super::McpServer;
 use crate::tools::local::{
     self, Batch, BatchOutput, FindFilesQuery, FindFilesResult, GetFileContentQuery, GetFileContentResult,
     SearchCodeQuery, SearchCodeResult, ViewStructureQuery, ViewStructureResult,
@@ -25,7 +25,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, local::local_view_structure, render::local).await)
+        Ok(self.run(arguments, local::local_view_structure, render::local).await)
     }
 
     #[tool(
@@ -39,7 +39,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, local::local_search_code, render::local).await)
+        Ok(self.run(arguments, local::local_search_code, render::local).await)
     }
 
     #[tool(
@@ -53,7 +53,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, local::local_get_file_content, render::local).await)
+        Ok(self.run(arguments, local::local_get_file_content, render::local).await)
     }
 
     #[tool(
@@ -67,6 +67,6 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, local::local_find_files, render::local).await)
+        Ok(self.run(arguments, local::local_find_files, render::local).await)
     }
 }

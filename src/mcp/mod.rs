@@ -14,6 +14,7 @@ mod local;
 pub mod resources;
 pub mod schema;
 mod stdio;
+mod structured;
 mod toolsets;
 
 pub use stdio::{GuardedTransport, Line, LineReader, MAX_LINE_BYTES};
@@ -52,6 +53,9 @@ pub struct McpServer {
     disk_notice: Option<DiskNotice>,
     /// This session's resource subscriptions ([`resources`]).
     subscriptions: Arc<resources::Subscriptions>,
+    /// Whether results carry `structuredContent` as JSON text for the transport to write
+    /// ([`structured`]): set by [`McpServer::serve_lines`], whose transport does.
+    deferred_structured: bool,
 }
 
 #[tool_router]
@@ -65,7 +69,14 @@ impl McpServer {
     pub fn with_toolsets(engine: Arc<Engine>, toolsets: ToolsetSelection) -> McpServer {
         let tool_router = toolsets::filter(McpServer::all_tools(), &toolsets);
         toolsets::warm_up(&engine, &toolsets);
-        McpServer { engine, tool_router, toolsets, disk_notice: None, subscriptions: Arc::default() }
+        McpServer {
+            engine,
+            tool_router,
+            toolsets,
+            disk_notice: None,
+            subscriptions: Arc::default(),
+            deferred_structured: false,
+        }
     }
 
     /// The same server, marking its results when an editor's `filepuff lsp` runs for the root
@@ -75,6 +86,24 @@ impl McpServer {
     pub fn with_disk_notice(mut self, notice: DiskNotice) -> McpServer {
         self.disk_notice = Some(notice);
         self
+    }
+
+    /// Serves this server over newline-delimited JSON-RPC on `read` and `write` (stdio, the agent
+    /// socket) through [`GuardedTransport`], which also writes each result's
+    /// `structuredContent` from the JSON text the tool's worker made ([`structured`]).
+    ///
+    /// Errors: as rmcp's `serve` (the session could not be initialised).
+    pub async fn serve_lines<R, W>(
+        mut self,
+        read: R,
+        write: W,
+    ) -> Result<rmcp::service::RunningService<rmcp::RoleServer, McpServer>, rmcp::service::ServerInitializeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        self.deferred_structured = true;
+        self.serve(GuardedTransport::new(read, write)).await
     }
 
     /// The names of the tools this build implements (whatever the selection).
@@ -112,7 +141,7 @@ impl McpServer {
         output_schema = schema_for_output::<FileSearchOutput>()
     )]
     async fn file_search(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::file_search, tools::render::file_search).await)
+        Ok(self.run(arguments, tools::file_search, tools::render::file_search).await)
     }
 
     #[tool(
@@ -122,7 +151,7 @@ impl McpServer {
         output_schema = schema_for_output::<FileReadOutput>()
     )]
     async fn file_read(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::file_read, tools::render::file_read).await)
+        Ok(self.run(arguments, tools::file_read, tools::render::file_read).await)
     }
 
     #[tool(
@@ -132,7 +161,7 @@ impl McpServer {
         output_schema = schema_for_output::<AstQueryOutput>()
     )]
     async fn ast_query(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::ast_query, tools::render::ast_query).await)
+        Ok(self.run(arguments, tools::ast_query, tools::render::ast_query).await)
     }
 
     #[tool(
@@ -142,7 +171,7 @@ impl McpServer {
         output_schema = schema_for_output::<EditOutput>()
     )]
     async fn edit_preview(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::edit_preview, tools::render::edit).await)
+        Ok(self.run(arguments, tools::edit_preview, tools::render::edit).await)
     }
 
     #[tool(
@@ -152,7 +181,7 @@ impl McpServer {
         output_schema = schema_for_output::<EditOutput>()
     )]
     async fn edit_apply(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::edit_apply, tools::render::edit).await)
+        Ok(self.run(arguments, tools::edit_apply, tools::render::edit).await)
     }
 
     #[tool(
@@ -162,7 +191,7 @@ impl McpServer {
         output_schema = schema_for_output::<tools::ShowInEditorOutput>()
     )]
     async fn show_in_editor(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::show_in_editor, tools::render::show_in_editor).await)
+        Ok(self.run(arguments, tools::show_in_editor, tools::render::show_in_editor).await)
     }
 
     #[tool(
@@ -172,7 +201,7 @@ impl McpServer {
         output_schema = schema_for_output::<tools::EditorStateOutput>()
     )]
     async fn editor_state(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::editor_state, tools::render::editor_state).await)
+        Ok(self.run(arguments, tools::editor_state, tools::render::editor_state).await)
     }
 
     #[tool(
@@ -182,7 +211,7 @@ impl McpServer {
         output_schema = schema_for_output::<SymbolAtOutput>()
     )]
     async fn symbol_at(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::symbol_at, tools::render::symbol_at).await)
+        Ok(self.run(arguments, tools::symbol_at, tools::render::symbol_at).await)
     }
 
     #[tool(
@@ -195,7 +224,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::find_definition, tools::render::find_definition).await)
+        Ok(self.run(arguments, tools::find_definition, tools::render::find_definition).await)
     }
 
     #[tool(
@@ -208,7 +237,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::find_references, tools::render::find_references).await)
+        Ok(self.run(arguments, tools::find_references, tools::render::find_references).await)
     }
 
     #[tool(
@@ -218,7 +247,7 @@ impl McpServer {
         output_schema = schema_for_output::<DiagnosticsOutput>()
     )]
     async fn diagnostics(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::diagnostics, tools::render::diagnostics).await)
+        Ok(self.run(arguments, tools::diagnostics, tools::render::diagnostics).await)
     }
 
     #[tool(
@@ -228,7 +257,7 @@ impl McpServer {
         output_schema = schema_for_output::<RenameSymbolOutput>()
     )]
     async fn rename_symbol(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::rename_symbol, tools::render::rename_symbol).await)
+        Ok(self.run(arguments, tools::rename_symbol, tools::render::rename_symbol).await)
     }
 
     #[tool(
@@ -238,7 +267,7 @@ impl McpServer {
         output_schema = schema_for_output::<HoverOutput>()
     )]
     async fn hover(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::hover, tools::render::hover).await)
+        Ok(self.run(arguments, tools::hover, tools::render::hover).await)
     }
 
     #[tool(
@@ -251,7 +280,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::document_symbols, tools::render::document_symbols).await)
+        Ok(self.run(arguments, tools::document_symbols, tools::render::document_symbols).await)
     }
 
     #[tool(
@@ -264,7 +293,7 @@ impl McpServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::workspace_symbols, tools::render::workspace_symbols).await)
+        Ok(self.run(arguments, tools::workspace_symbols, tools::render::workspace_symbols).await)
     }
 
     #[tool(
@@ -274,7 +303,7 @@ impl McpServer {
         output_schema = schema_for_output::<CallHierarchyOutput>()
     )]
     async fn call_hierarchy(&self, Parameters(arguments): Parameters<JsonObject>) -> Result<CallToolResult, ErrorData> {
-        Ok(run(&self.engine, arguments, tools::call_hierarchy, tools::render::call_hierarchy).await)
+        Ok(self.run(arguments, tools::call_hierarchy, tools::render::call_hierarchy).await)
     }
 }
 
@@ -407,62 +436,75 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Parses a tool's arguments, runs the tool on the blocking pool and turns its outcome into a
-/// tool result. Arguments are parsed here rather than by rmcp so that a wrong argument is a
-/// structured `PARAMS_INVALID` error like every other failure.
-///
-/// The tool runs under a [`CancelFlag`] ([`CancelFlag::scope`]) raised when the client cancels
-/// the request (`notifications/cancelled`) or the handler is dropped: its walks stop at the
-/// next file, and the (unsent) answer is whatever it had.
-async fn run<P, O>(
-    engine: &Arc<Engine>,
-    arguments: JsonObject,
-    call: fn(&Engine, P) -> Result<O, ToolError>,
-    render: fn(&O) -> String,
-) -> CallToolResult
-where
-    P: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-    O: Serialize + Send + 'static,
-{
-    let mut arguments = arguments;
-    coerce_scalars(&mut arguments, &schema_for_type::<P>());
-    let params = match serde_json::from_value::<P>(serde_json::Value::Object(arguments)) {
-        Ok(params) => params,
-        Err(err) => return error_result(&ToolError::invalid_params(&err.to_string())),
-    };
-    let engine = engine.clone();
-    let flag = CancelFlag::new();
-    let mut guard = CancelOnDrop(Some(flag.clone()));
-    let watcher = CALL_CANCELLED.try_with(|token| token.clone()).ok().map(|token| {
-        let flag = flag.clone();
-        tokio::spawn(async move {
-            token.cancelled().await;
-            flag.cancel();
+impl McpServer {
+    /// Parses a tool's arguments, runs the tool on the blocking pool and turns its outcome into
+    /// a tool result. Arguments are parsed here rather than by rmcp so that a wrong argument is
+    /// a structured `PARAMS_INVALID` error like every other failure. The output becomes the
+    /// result's `structuredContent` on the tool's thread: as JSON text for this session's
+    /// transport to write ([`structured`]) when it does, else as a `Value`.
+    ///
+    /// The tool runs under a [`CancelFlag`] ([`CancelFlag::scope`]) raised when the client
+    /// cancels the request (`notifications/cancelled`) or the handler is dropped: its walks stop
+    /// at the next file, and the (unsent) answer is whatever it had.
+    async fn run<P, O>(
+        &self,
+        arguments: JsonObject,
+        call: fn(&Engine, P) -> Result<O, ToolError>,
+        render: fn(&O) -> String,
+    ) -> CallToolResult
+    where
+        P: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        O: Serialize + Send + 'static,
+    {
+        let mut arguments = arguments;
+        coerce_scalars(&mut arguments, &schema_for_type::<P>());
+        let params = match serde_json::from_value::<P>(serde_json::Value::Object(arguments)) {
+            Ok(params) => params,
+            Err(err) => return error_result(&ToolError::invalid_params(&err.to_string())),
+        };
+        let engine = self.engine.clone();
+        let deferred = self.deferred_structured;
+        let flag = CancelFlag::new();
+        let mut guard = CancelOnDrop(Some(flag.clone()));
+        let watcher = CALL_CANCELLED.try_with(|token| token.clone()).ok().map(|token| {
+            let flag = flag.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                flag.cancel();
+            })
+        });
+        let joined = tokio::task::spawn_blocking(move || {
+            flag.scope(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let output = call(&engine, params)?;
+                    let structured = if deferred {
+                        serde_json::to_string(&output).map(structured::deferred)
+                    } else {
+                        serde_json::to_value(&output)
+                    };
+                    Ok((render(&output), structured))
+                }))
+            })
         })
-    });
-    let joined = tokio::task::spawn_blocking(move || {
-        flag.scope(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(&engine, params))))
-    })
-    .await;
-    guard.0 = None;
-    if let Some(watcher) = watcher {
-        watcher.abort();
-    }
-    let outcome = match joined {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),
-        Err(err) => Err(ToolError::internal(format!("the tool's worker failed: {err}"))),
-    };
-    match outcome {
-        Ok(output) => match serde_json::to_value(&output) {
-            Ok(structured) => {
-                let mut result = CallToolResult::success(vec![ContentBlock::text(render(&output))]);
+        .await;
+        guard.0 = None;
+        if let Some(watcher) = watcher {
+            watcher.abort();
+        }
+        let outcome = match joined {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),
+            Err(err) => Err(ToolError::internal(format!("the tool's worker failed: {err}"))),
+        };
+        match outcome {
+            Ok((text, Ok(structured))) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(structured);
                 result
             }
-            Err(err) => error_result(&ToolError::internal(format!("cannot serialise the result: {err}"))),
-        },
-        Err(err) => error_result(&err),
+            Ok((_, Err(err))) => error_result(&ToolError::internal(format!("cannot serialise the result: {err}"))),
+            Err(err) => error_result(&err),
+        }
     }
 }
 
@@ -495,6 +537,7 @@ fn with_source(mut schema: JsonObject) -> JsonObject {
 /// in `structuredContent` (or in an error's JSON block) and `note` appended to the first text
 /// block, so the number and order of blocks stay as clients expect.
 fn mark_disk_source(result: &mut CallToolResult, note: &str) {
+    structured::materialize(result);
     let disk = serde_json::Value::String("disk".to_owned());
     if let Some(serde_json::Value::Object(structured)) = &mut result.structured_content {
         structured.insert("source".to_owned(), disk.clone());
@@ -597,8 +640,7 @@ pub async fn serve_stdio(
         server = server.with_disk_notice(notice);
     }
     let (stdin, stdout, writer) = stdio::threads::open();
-    let transport = GuardedTransport::new(stdin, stdout);
-    let service = server.serve(transport).await?;
+    let service = server.serve_lines(stdin, stdout).await?;
     service.waiting().await?;
     // The answers flushed last reach stdout before the process exits.
     tokio::task::spawn_blocking(move || writer.wait(STDOUT_DRAIN)).await.ok();

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -205,7 +205,7 @@ where
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
-        async move { write.lock().await.send(&item).await }
+        async move { write.lock().await.send_message(item).await }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
@@ -248,12 +248,46 @@ impl<W: AsyncWrite + Unpin> Sink<W> {
     /// Capacity kept for the next answer.
     const KEPT_BYTES: usize = 1 << 20;
 
+    /// Writes `message` as one line and flushes it: a tool result's `structuredContent` that the
+    /// tool's worker serialised ([`super::structured`]) goes out as that text.
+    ///
+    /// Errors: as [`Sink::send`].
+    async fn send_message(&mut self, mut message: ServerJsonRpcMessage) -> std::io::Result<()> {
+        let structured = match &mut message {
+            JsonRpcMessage::Response(response) => match &mut response.result {
+                ServerResult::CallToolResult(result) => super::structured::take(result),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &message)?;
+        if let Some(json) = structured
+            && !super::structured::splice(&mut self.line, &json)
+        {
+            // Not the shape rmcp writes a response in: the text goes back in as a value.
+            if let JsonRpcMessage::Response(response) = &mut message
+                && let ServerResult::CallToolResult(result) = &mut response.result
+            {
+                result.structured_content = Some(serde_json::from_str(&json)?);
+            }
+            self.line.clear();
+            serde_json::to_writer(&mut self.line, &message)?;
+        }
+        self.finish().await
+    }
+
     /// Writes `message` as one line and flushes it.
     ///
     /// Errors: serialising failed (a map with non-string keys), or the write did.
     async fn send(&mut self, message: &impl serde::Serialize) -> std::io::Result<()> {
         self.line.clear();
         serde_json::to_writer(&mut self.line, message)?;
+        self.finish().await
+    }
+
+    /// Ends the line in the buffer, writes it and flushes.
+    async fn finish(&mut self) -> std::io::Result<()> {
         self.line.push(b'\n');
         let written = self.write.write_all(&self.line).await;
         if self.line.capacity() > Self::KEPT_BYTES {
@@ -325,5 +359,56 @@ mod tests {
         assert_eq!(written.len(), 3, "{written:?}");
         assert_eq!((written[0]["id"].clone(), written[0]["error"]["code"].clone()), (json!("x"), json!(-32600)));
         assert!(written[1]["id"].is_null() && written[2]["id"].is_null());
+    }
+
+    fn response(result: rmcp::model::CallToolResult) -> ServerJsonRpcMessage {
+        ServerJsonRpcMessage::Response(rmcp::model::JsonRpcResponse {
+            jsonrpc: rmcp::model::JsonRpcVersion2_0,
+            id: rmcp::model::NumberOrString::Number(7),
+            result: ServerResult::CallToolResult(result),
+        })
+    }
+
+    /// The line the transport's writer writes for `message`, parsed.
+    async fn written(message: ServerJsonRpcMessage) -> Value {
+        let mut sink = Sink { write: Vec::new(), line: Vec::new() };
+        sink.send_message(message).await.unwrap();
+        let line = sink.write.strip_suffix(b"\n").expect("one line");
+        serde_json::from_slice(line).unwrap()
+    }
+
+    /// A placeholder is written as the value it stands for would have been, in success and
+    /// error results, with and without `_meta`, for the outputs' shapes (nested objects,
+    /// arrays, strings that need escaping).
+    #[tokio::test]
+    async fn a_deferred_structured_content_is_written_as_its_value_would_be() {
+        let outputs = [
+            json!({"files": [{"file": "a \"b\"\n.go", "references": [{"line": 1, "column": 2, "text": "x…\u{1}"}]}], "total": 1}),
+            json!({}),
+            json!({"definitions": [], "answer": {"server": "gopls", "completeness": "complete"}}),
+        ];
+        for output in outputs {
+            for error in [false, true] {
+                for meta in [false, true] {
+                    let make = |structured: Value| {
+                        let mut result = if error {
+                            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text("failed")])
+                        } else {
+                            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text("rendered")])
+                        };
+                        result.structured_content = Some(structured);
+                        if meta {
+                            let mut object = serde_json::Map::new();
+                            object.insert("k".to_owned(), json!(1));
+                            result.meta = Some(rmcp::model::MetaObject(object));
+                        }
+                        result
+                    };
+                    let expected = serde_json::to_value(response(make(output.clone()))).unwrap();
+                    let deferred = response(make(super::super::structured::deferred(output.to_string())));
+                    assert_eq!(written(deferred).await, expected);
+                }
+            }
+        }
     }
 }

@@ -387,7 +387,6 @@ async fn standalone(
     replay: &mut Replay,
     stdout: &mut Stdout,
 ) -> anyhow::Result<Upstream> {
-    use rmcp::ServiceExt;
     let selection = super::toolsets(engine, toolsets).map_err(anyhow::Error::msg)?;
     let (server_side, bridge_side) = tokio::io::duplex(1 << 20);
     let notice = DiskNotice::new(
@@ -401,7 +400,7 @@ async fn standalone(
     tokio::spawn(async move {
         // The same line guard as every MCP byte stream: what the agent sends reaches it as sent.
         let (read, write) = tokio::io::split(server_side);
-        match server.serve(crate::mcp::GuardedTransport::new(read, write)).await {
+        match server.serve_lines(read, write).await {
             Ok(service) => {
                 let _ = service.waiting().await;
             }
