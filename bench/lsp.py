@@ -114,6 +114,9 @@ class RawMcp:
         return reply["result"]["structuredContent"]
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu(pid):
     """Seconds of CPU (user + system, all threads) process `pid` has used: /proc/PID/stat, in
     clock ticks (10 ms), so only a mean over many requests means anything. The added latency
@@ -121,9 +124,6 @@ def process_cpu(pid):
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def pct(samples, q):
