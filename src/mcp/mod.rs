@@ -102,7 +102,8 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        self.deferred_structured = true;
+        // A result rmcp keeps for a task (SEP-2663) is serialised by rmcp itself, later.
+        self.deferred_structured = !self.get_info().capabilities.supports_tasks();
         self.serve(GuardedTransport::new(read, write)).await
     }
 

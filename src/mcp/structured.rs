@@ -11,7 +11,9 @@
 //!
 //! The placeholder is an object whose only key is this process's [`key`] (a NUL, a name and
 //! 128 random bits, which no tool output has as its only field) with the text as its value.
-//! Code that edits a result's `structuredContent` turns it back first ([`materialize`]).
+//! Code that edits a result's `structuredContent` turns it back first ([`materialize`]). A
+//! server that offered rmcp's tasks (SEP-2663), which keep a result and serialise it later
+//! themselves, would not defer (`McpServer::serve_lines`); filepuff offers none.
 
 use std::sync::OnceLock;
 
