@@ -253,22 +253,14 @@ impl<W: AsyncWrite + Unpin> Sink<W> {
     ///
     /// Errors: as [`Sink::send`].
     async fn send_message(&mut self, mut message: ServerJsonRpcMessage) -> std::io::Result<()> {
-        let structured = match &mut message {
-            JsonRpcMessage::Response(response) => match &mut response.result {
-                ServerResult::CallToolResult(result) => super::structured::take(result),
-                _ => None,
-            },
-            _ => None,
-        };
+        let structured = tool_result(&mut message).and_then(super::structured::take);
         self.line.clear();
         serde_json::to_writer(&mut self.line, &message)?;
         if let Some(json) = structured
             && !super::structured::splice(&mut self.line, &json)
         {
             // Not the shape rmcp writes a response in: the text goes back in as a value.
-            if let JsonRpcMessage::Response(response) = &mut message
-                && let ServerResult::CallToolResult(result) = &mut response.result
-            {
+            if let Some(result) = tool_result(&mut message) {
                 result.structured_content = Some(serde_json::from_str(&json)?);
             }
             self.line.clear();
@@ -295,6 +287,17 @@ impl<W: AsyncWrite + Unpin> Sink<W> {
         }
         written?;
         self.write.flush().await
+    }
+}
+
+/// The tool result `message` answers with, if it is one.
+fn tool_result(message: &mut ServerJsonRpcMessage) -> Option<&mut rmcp::model::CallToolResult> {
+    match message {
+        JsonRpcMessage::Response(response) => match &mut response.result {
+            ServerResult::CallToolResult(result) => Some(result),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -69,7 +69,7 @@ pub fn materialize(result: &mut CallToolResult) {
     }
 }
 
-/// Writes `result` (a JSON-RPC response line, serialised without its `structuredContent`) with
+/// Completes `line` (a JSON-RPC response, serialised without its `structuredContent`) with
 /// `json` as that field: the response ends with its result object's `}` and its own `}`
 /// (`{"jsonrpc":"2.0","id":…,"result":{"content":[…]…}}`, rmcp's `JsonRpcResponse` fields in
 /// order, `content` always present), so the field goes before those two. Returns false, with
