@@ -189,6 +189,26 @@ impl Backends {
         F: Fn(Arc<LspClient>) -> Fut,
         Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
     {
+        self.block_on(self.ask_async(question, ready_limit, &CancelFlag::current(), make))
+    }
+
+    /// [`Backends::ask_within`], awaited: the ask path itself. Polled on the session's thread by
+    /// a tool that runs there (no thread is crossed but the servers' own), or by the sync
+    /// wrapper on the caller's. Cancelled when `cancel` is raised.
+    ///
+    /// Errors: as [`Backends::ask`].
+    pub async fn ask_async<T, F, Fut>(
+        &self,
+        question: Question<'_>,
+        ready_limit: Duration,
+        cancel: &CancelFlag,
+        make: F,
+    ) -> Result<Answered<T>, BackendError>
+    where
+        T: serde::Serialize,
+        F: Fn(Arc<LspClient>) -> Fut,
+        Fut: Future<Output = Result<T, BackendError>>,
+    {
         let method = question.method;
         let servers = self.specs_for(question.language)?;
         let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
@@ -197,13 +217,12 @@ impl Backends {
             return Err(BackendError::NoServer { language: question.language.name() });
         }
         let single = route::is_single_answer(method);
-        let cancel = CancelFlag::current();
         let mut fallback: Option<Result<Answered<T>, BackendError>> = None;
         let mut asked = false;
         let last = servers.len() - 1;
         for (index, (spec, program)) in servers.into_iter().enumerate() {
             let root = self.project_root(spec, question.id.path());
-            let acquired = match self.acquire_spec(spec, program, root) {
+            let acquired = match self.acquire_async(spec, program, root).await {
                 Ok(acquired) => acquired,
                 Err(err) => {
                     fallback.get_or_insert(Err(err));
@@ -214,7 +233,7 @@ impl Backends {
                 continue;
             }
             asked = true;
-            let answer = self.ask_server(&question, spec, acquired, ready_limit, &cancel, &make);
+            let answer = self.ask_server(&question, spec, acquired, ready_limit, cancel, &make).await;
             // Whether the answer is empty matters only when a later server may answer instead, or
             // an earlier empty answer would be returned before it (the first one is).
             let may_pass = index < last || matches!(fallback, Some(Ok(_)));
@@ -268,7 +287,7 @@ impl Backends {
                     return Ok(None);
                 }
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                self.ask_server(&question, spec, acquired, left, &cancel, &make).map(Some)
+                self.block_on(self.ask_server(&question, spec, acquired, left, &cancel, &make)).map(Some)
             });
             match answer {
                 Ok(None) => {}
@@ -289,7 +308,7 @@ impl Backends {
     /// Asks one server (`acquired`, started from `spec`): sync, readiness, the request; a crash
     /// or a timeout discards it and asks a fresh one, once; a raised `cancel` ends the request at
     /// the server and returns [`BackendError::Cancelled`].
-    fn ask_server<T, F, Fut>(
+    async fn ask_server<T, F, Fut>(
         &self,
         question: &Question<'_>,
         spec: &super::ServerSpec,
@@ -299,9 +318,8 @@ impl Backends {
         make: &F,
     ) -> Result<Answered<T>, BackendError>
     where
-        T: Send + 'static,
         F: Fn(Arc<LspClient>) -> Fut,
-        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+        Fut: Future<Output = Result<T, BackendError>>,
     {
         let mut acquired = Some(acquired);
         let mut restarted = false;
@@ -315,29 +333,25 @@ impl Backends {
                         command: spec.command[0].clone(),
                         install_hint: spec.install_hint.clone(),
                     })?;
-                    self.acquire_spec(spec, program, self.project_root(spec, question.id.path()))?
+                    self.acquire_async(spec, program, self.project_root(spec, question.id.path())).await?
                 }
             };
             restarted |= was_restarted || attempt > 0;
             let uri = question.id.uri();
             let documents = self.documents_to_sync(&client, question);
             let (first, second) = (make(client.clone()), make(client.clone()));
-            let (needs, worker, cancel) = (question.needs, client.clone(), cancel.clone());
-            let outcome = self.run(async move {
-                let server = worker.name.clone();
-                tokio::select! {
-                    // Dropping the ask drops the request's future, which sends `$/cancelRequest`.
-                    _ = cancel.cancelled() => Err(BackendError::Cancelled { server }),
-                    outcome = ask_on(&worker, documents, &uri, needs, ready_limit, first, second) => outcome,
-                }
-            });
+            let outcome = tokio::select! {
+                // Dropping the ask drops the request's future, which sends `$/cancelRequest`.
+                _ = cancel.cancelled() => Err(BackendError::Cancelled { server: client.name.clone() }),
+                outcome = ask_on(&client, documents, &uri, question.needs, ready_limit, first, second) => outcome,
+            };
             match outcome {
                 Ok((value, completeness)) => return Ok(Answered { value, client, restarted, completeness }),
                 Err(err @ (BackendError::Crashed { .. } | BackendError::Timeout { .. })) => {
                     if attempt == 0 {
                         tracing::warn!("{err}; restarting the server and asking once more");
                     }
-                    self.discard(&client);
+                    self.discard_async(&client).await;
                     last_error = Some(err);
                 }
                 Err(err) => return Err(err),

@@ -112,8 +112,9 @@ pub struct Backends {
     languages: HashMap<Language, Vec<String>>,
     /// `[languages.NAME] navigation`, by language ([`route`]).
     navigation: HashMap<Language, Vec<String>>,
-    /// One lock per (server, root) being started.
-    starting: Mutex<HashMap<ClientKey, Arc<Mutex<()>>>>,
+    /// One lock per (server, root) being started: held across the start, which is awaited
+    /// (on the session's thread, by [`Backends::acquire_async`]), so an async lock.
+    starting: Mutex<HashMap<ClientKey, Arc<tokio::sync::Mutex<()>>>>,
     /// The editor, behind `filepuff lsp`.
     attached: OnceLock<Attached>,
     /// The live buffers (the Engine's): a server that starts opens every open document it
@@ -255,6 +256,15 @@ impl Backends {
             Ok(output) => output,
             Err(err) => std::panic::resume_unwind(err.into_panic()),
         }
+    }
+
+    /// Polls `future` to its end on the calling thread, within the backends' runtime's context
+    /// (its timers, and the clients' tasks, run on that runtime; this thread sleeps between
+    /// polls): the synchronous face of the async ask path, for a tool on the blocking pool and
+    /// the CLI. Never call it from a task of that runtime (the thread it would wait for).
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let _context = self.runtime().enter();
+        futures::executor::block_on(future)
     }
 
     /// Makes the clients live on `handle`'s runtime instead of one of their own (the editor
@@ -431,11 +441,28 @@ impl Backends {
         });
     }
 
+    /// [`Backends::acquire_async`], waited for on the calling thread ([`Backends::block_on`]).
     fn acquire_spec(&self, spec: &ServerSpec, program: PathBuf, root: PathBuf) -> Result<Acquired, BackendError> {
+        self.block_on(self.acquire_async(spec, program, root))
+    }
+
+    /// The running client of `spec` for project `root`, started (or restarted, when it died)
+    /// if needed. A running one is had without waiting; a start is awaited, one per (server,
+    /// root) at a time: a second caller waits for it and takes its result.
+    ///
+    /// Errors: as [`LspClient::start`], and the crash-loop guard's [`BackendError::StartFailed`].
+    async fn acquire_async(
+        &self,
+        spec: &ServerSpec,
+        program: PathBuf,
+        root: PathBuf,
+    ) -> Result<Acquired, BackendError> {
         let key = (spec.name.clone(), root.clone());
-        // One start per (server, root) at a time: a second caller waits and takes its result.
+        if let Some(client) = self.clients.lock().get(&key).filter(|client| client.is_alive()) {
+            return Ok(Acquired { client: client.clone(), restarted: false });
+        }
         let gate = self.starting.lock().entry(key.clone()).or_default().clone();
-        let _started = gate.lock();
+        let _started = gate.lock().await;
         let mut restarted = false;
         {
             let mut clients = self.clients.lock();
@@ -448,9 +475,8 @@ impl Backends {
                 restarted = true;
             }
         }
-        self.guard_start(spec, &root, &key)?;
+        self.guard_start(spec, &root, &key).await?;
         let timeout = Duration::from_millis(self.config.request_timeout_ms.max(1000));
-        let spec_owned = spec.clone();
         let limits = transport::FrameLimits {
             max_header_bytes: self.config.max_header_bytes,
             max_body_bytes: self.config.max_message_bytes,
@@ -465,7 +491,7 @@ impl Backends {
             },
             None => StartOptions { limits, published: Some(self.published.clone()), ..StartOptions::default() },
         };
-        let started = self.run(async move { LspClient::start(&spec_owned, &program, &root, timeout, &options).await });
+        let started = LspClient::start(spec, &program, &root, timeout, &options).await;
         match started {
             Ok(client) => {
                 let client = Arc::new(client);
@@ -611,9 +637,13 @@ impl Backends {
 
     /// Stops and forgets `client` (after a timeout: the next request starts a fresh one).
     pub fn discard(&self, client: &Arc<LspClient>) {
+        self.block_on(self.discard_async(client));
+    }
+
+    /// [`Backends::discard`], awaited.
+    async fn discard_async(&self, client: &Arc<LspClient>) {
         self.clients.lock().retain(|_, c| !Arc::ptr_eq(c, client));
-        let client = client.clone();
-        self.run(async move { client.stop().await });
+        client.stop().await;
     }
 
     /// The running clients (for `doctor` and tests).

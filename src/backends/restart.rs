@@ -154,12 +154,17 @@ impl Backends {
     }
 
     /// The crash-loop guard, run before every start of `key` (`spec` in `root`): waits the
-    /// backoff ([`StartHistory::next_start`]) and records the start. A server started
-    /// [`MAX_STARTS`] times within [`START_WINDOW`] is not started: the editor is told once
-    /// ([`super::Upstream::broken`]).
+    /// backoff ([`StartHistory::next_start`]; a timer, so the thread of an async ask is not
+    /// held) and records the start. A server started [`MAX_STARTS`] times within
+    /// [`START_WINDOW`] is not started: the editor is told once ([`super::Upstream::broken`]).
     ///
     /// Errors: [`BackendError::Broken`] while the server is reported broken.
-    pub(super) fn guard_start(&self, spec: &ServerSpec, root: &Path, key: &ClientKey) -> Result<(), BackendError> {
+    pub(super) async fn guard_start(
+        &self,
+        spec: &ServerSpec,
+        root: &Path,
+        key: &ClientKey,
+    ) -> Result<(), BackendError> {
         // The crash-loop guard, and backoff between starts (see the module documentation).
         let wait = {
             let mut history = self.history.lock();
@@ -184,7 +189,9 @@ impl Backends {
                 }
             }
         };
-        std::thread::sleep(wait);
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         self.history.lock().entry(key.clone()).or_default().starts.push_back(Instant::now());
         Ok(())
     }

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::page::{self, Limits, PageInfo, PageParams};
 use super::{ErrorCode, ToolError, error::read_error};
 use crate::backends::{BackendError, Completeness, LspClient, Needs, Question};
+use crate::cancel::CancelFlag;
 use crate::documents::Language;
 use crate::documents::position::{self, Encoding, OneBased};
 use crate::engine::Engine;
@@ -204,20 +205,32 @@ pub struct SymbolAtOutput {
 /// out twice, 4006 the server's own error; 4007 a position not in the file or `symbol` not on
 /// the line.
 pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<DefinitionOutput, ToolError> {
-    let target = Target::resolve(engine, &params)?;
+    blocking(engine, find_definition_on(engine, &params, &CancelFlag::current(), RunOn::Blocking))
+}
+
+/// [`find_definition`] on the thread `on` says. `Ok(None)` only on [`RunOn::Session`], when the
+/// answer must come from the tree-sitter fallback.
+pub async fn find_definition_on(
+    engine: &Engine,
+    params: &PositionParams,
+    cancel: &CancelFlag,
+    on: RunOn,
+) -> Result<Option<DefinitionOutput>, ToolError> {
+    let target = Target::resolve(engine, params)?;
     if let Some(note) = target.fallback_note(engine) {
-        return Ok(fallback::definition(engine, &target, note));
+        return Ok((on == RunOn::Blocking).then(|| fallback::definition(engine, &target, note)));
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) =
-        target.ask(engine, "textDocument/definition", Needs::Index, |client, position| {
+    let (locations, answer, encoding) = target
+        .ask_async(engine, "textDocument/definition", Needs::Index, cancel, |client, position| {
             let params = GotoDefinitionParams {
                 text_document_position_params: position,
                 work_done_progress_params: client.work_done(),
                 partial_result_params: PartialResultParams::default(),
             };
             async move { client.request::<GotoDefinition>(params, timeout).await.map(definition_locations) }
-        })?;
+        })
+        .await?;
     let mut locator = Locator::new(engine, encoding);
     let definitions = locations
         .iter()
@@ -227,7 +240,32 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
             DefinitionInfo { location: info, preview }
         })
         .collect();
-    Ok(DefinitionOutput { definitions, answer })
+    Ok(Some(DefinitionOutput { definitions, answer }))
+}
+
+/// Where a tool that asks a language server runs (the `_on` variants of `find_definition`,
+/// `find_references`, `symbol_at` and `hover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOn {
+    /// The MCP session's own thread, the one that reads the language servers' answers: awaiting
+    /// a server costs no thread hand-off there. A tree-sitter fallback, which reads many files,
+    /// is not run there: the tool answers `Ok(None)`, to be run again with
+    /// [`RunOn::Blocking`].
+    Session,
+    /// A thread that may block: tokio's blocking pool, the CLI.
+    Blocking,
+}
+
+/// The answer of a tool's `_on` variant run with [`RunOn::Blocking`] on this thread
+/// ([`crate::backends::Backends::block_on`]).
+fn blocking<O>(
+    engine: &Engine,
+    run: impl std::future::Future<Output = Result<Option<O>, ToolError>>,
+) -> Result<O, ToolError> {
+    engine
+        .backends()
+        .block_on(run)?
+        .ok_or_else(|| ToolError::internal("a tool run to block answered that it would not".to_owned()))
 }
 
 /// Runs `find_references`. Waits (bounded by `[lsp] ready_timeout_ms`) for the server to finish
@@ -235,15 +273,28 @@ pub fn find_definition(engine: &Engine, params: PositionParams) -> Result<Defini
 ///
 /// Errors: as [`find_definition`].
 pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<ReferencesOutput, ToolError> {
+    blocking(engine, find_references_on(engine, &params, &CancelFlag::current(), RunOn::Blocking))
+}
+
+/// [`find_references`] on the thread `on` says (see [`find_definition_on`]).
+pub async fn find_references_on(
+    engine: &Engine,
+    params: &ReferencesParams,
+    cancel: &CancelFlag,
+    on: RunOn,
+) -> Result<Option<ReferencesOutput>, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
     let include_declaration = params.include_declaration.unwrap_or(true);
     if let Some(note) = target.fallback_note(engine) {
+        if on == RunOn::Session {
+            return Ok(None);
+        }
         let (references, answer) = fallback::references(engine, &target, note, include_declaration);
-        return Ok(references_page(references, &params.page, engine, answer));
+        return Ok(Some(references_page(references, &params.page, engine, answer)));
     }
     let timeout = request_timeout(engine);
-    let (locations, answer, encoding) =
-        target.ask(engine, "textDocument/references", Needs::Index, move |client, position| {
+    let (locations, answer, encoding) = target
+        .ask_async(engine, "textDocument/references", Needs::Index, cancel, move |client, position| {
             let params = ReferenceParams {
                 text_document_position: position,
                 work_done_progress_params: client.work_done(),
@@ -251,10 +302,11 @@ pub fn find_references(engine: &Engine, params: ReferencesParams) -> Result<Refe
                 context: ReferenceContext { include_declaration },
             };
             async move { client.request::<ReferencesAsSent>(params, timeout).await.map(Option::unwrap_or_default) }
-        })?;
+        })
+        .await?;
     let mut locator = Locator::new(engine, encoding);
     let references = locations.iter().map(|location| locator.info_at(&location.uri, location.range).0).collect();
-    Ok(references_page(references, &params.page, engine, answer))
+    Ok(Some(references_page(references, &params.page, engine, answer)))
 }
 
 /// `textDocument/references` (LSP 3.17) with each location's `uri` kept as the server sent it:
@@ -312,28 +364,45 @@ fn references_page(
 ///
 /// Errors: as [`find_definition`].
 pub fn symbol_at(engine: &Engine, params: PositionParams) -> Result<SymbolAtOutput, ToolError> {
-    let target = Target::resolve(engine, &params)?;
+    blocking(engine, symbol_at_on(engine, &params, &CancelFlag::current(), RunOn::Blocking))
+}
+
+/// [`symbol_at`] on the thread `on` says (see [`find_definition_on`]).
+pub async fn symbol_at_on(
+    engine: &Engine,
+    params: &PositionParams,
+    cancel: &CancelFlag,
+    on: RunOn,
+) -> Result<Option<SymbolAtOutput>, ToolError> {
+    let target = Target::resolve(engine, params)?;
     let symbol = target.identifier();
     if let Some(note) = target.fallback_note(engine) {
+        if on == RunOn::Session {
+            return Ok(None);
+        }
         let definitions = fallback::definition(engine, &target, note.clone());
-        return Ok(SymbolAtOutput {
+        return Ok(Some(SymbolAtOutput {
             symbol,
             hover: None,
             definitions: definitions.definitions.into_iter().map(|d| d.location).collect(),
             answer: definitions.answer,
-        });
+        }));
     }
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, |client, position| {
-        let params =
-            HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
-        async move { client.request::<HoverRequest>(params, timeout).await }
-    })?;
+    let (hover, answer, _) = target
+        .ask_async(engine, "textDocument/hover", Needs::Document, cancel, |client, position| {
+            let params =
+                HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
+            async move { client.request::<HoverRequest>(params, timeout).await }
+        })
+        .await?;
     let hover = hover.map(|hover| hover_text(hover.contents));
-    let definitions = find_definition(engine, params)
-        .map(|out| out.definitions.into_iter().map(|d| d.location).collect())
-        .unwrap_or_default();
-    Ok(SymbolAtOutput { symbol, hover, definitions, answer })
+    // The server is there (it answered the hover): no fallback, so an answer on any thread.
+    let definitions = match Box::pin(find_definition_on(engine, params, cancel, on)).await {
+        Ok(Some(out)) => out.definitions.into_iter().map(|d| d.location).collect(),
+        Ok(None) | Err(_) => Vec::new(),
+    };
+    Ok(Some(SymbolAtOutput { symbol, hover, definitions, answer }))
 }
 
 pub(super) fn request_timeout(engine: &Engine) -> Duration {
@@ -486,6 +555,8 @@ impl Target {
     /// Asks the file's server the request `make` builds at this position (converted into the
     /// server's encoding), through the one ask path ([`crate::backends::Backends::ask`]: sync,
     /// readiness, one retry). Returns the answer, how it was had, and the server's encoding.
+    /// Blocks: the synchronous face of [`Target::ask_async`], cancelled by the thread's
+    /// [`CancelFlag`].
     pub(super) fn ask<T, F, Fut>(
         &self,
         engine: &Engine,
@@ -494,16 +565,34 @@ impl Target {
         make: F,
     ) -> Result<(T, AnswerInfo, Encoding), ToolError>
     where
-        T: Send + Serialize + 'static,
+        T: Serialize,
         F: Fn(Arc<LspClient>, TextDocumentPositionParams) -> Fut,
-        Fut: std::future::Future<Output = Result<T, BackendError>> + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, BackendError>>,
+    {
+        engine.backends().block_on(self.ask_async(engine, method, needs, &CancelFlag::current(), make))
+    }
+
+    /// [`Target::ask`], awaited ([`crate::backends::Backends::ask_async`]).
+    pub(super) async fn ask_async<T, F, Fut>(
+        &self,
+        engine: &Engine,
+        method: &'static str,
+        needs: Needs,
+        cancel: &CancelFlag,
+        make: F,
+    ) -> Result<(T, AnswerInfo, Encoding), ToolError>
+    where
+        T: Serialize,
+        F: Fn(Arc<LspClient>, TextDocumentPositionParams) -> Fut,
+        Fut: std::future::Future<Output = Result<T, BackendError>>,
     {
         let id = self.resolved.id();
         let uri = id.uri();
         let question = Question { id: &id, language: self.language, method, text: &self.text, needs };
+        let ready_limit = Duration::from_millis(engine.backends().config().ready_timeout_ms);
         let answered = engine
             .backends()
-            .ask(question, |client| {
+            .ask_async(question, ready_limit, cancel, |client| {
                 let (pos, _) = position::offset_to_position(&self.text, self.offset, client.encoding);
                 let position = TextDocumentPositionParams {
                     text_document: TextDocumentIdentifier { uri: uri.clone() },
@@ -511,6 +600,7 @@ impl Target {
                 };
                 make(client, position)
             })
+            .await
             .map_err(backend_error)?;
         let client = &answered.client;
         let answer = AnswerInfo {
@@ -1132,5 +1222,57 @@ mod tests {
         assert_eq!(again.definitions[0].location.line, 15, "the new server was given the unsaved buffer");
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
         assert_ne!(engine.backends().running()[0].pid.unwrap(), pid);
+    }
+
+    /// The async ask path needs no thread but the one polling it: `find_definition_on` run with
+    /// [`RunOn::Session`] on a current-thread runtime that also runs the server's client (the
+    /// `filepuff mcp` arrangement) starts the server and has its answer, cold and then warm. A
+    /// blocking wait anywhere on that path (a `Backends::run`, a sleep) would hang the runtime's
+    /// thread for good; the test thread would then give up waiting.
+    #[test]
+    fn the_session_thread_alone_starts_a_server_and_has_its_answer() {
+        use crate::tests::fake_lsp::{FakeServer, Reply, Script, WAIT};
+        let fake = FakeServer::register(Script::new(serde_json::json!({"definitionProvider": true})).on(
+            "textDocument/definition",
+            |_, params| {
+                let uri = params["textDocument"]["uri"].clone();
+                let range =
+                    serde_json::json!({"start": {"line": 2, "character": 5}, "end": {"line": 2, "character": 9}});
+                Reply::Result(serde_json::json!([{ "uri": uri, "range": range }]))
+            },
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
+            fake.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
+        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
+        let engine = Arc::new(Engine::new(Workspace::open(dir.path()).unwrap()));
+        let (answers, answered) = std::sync::mpsc::channel();
+        let session = {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                engine.backends().adopt_runtime(runtime.handle().clone());
+                let params = PositionParams { file: "main.go".to_owned(), line: 3, column: Some(15), symbol: None };
+                runtime.block_on(async {
+                    for _ in 0..2 {
+                        let output = find_definition_on(&engine, &params, &CancelFlag::new(), RunOn::Session).await;
+                        let _ = answers.send(output.map(|output| output.map(|o| o.definitions[0].location.clone())));
+                    }
+                });
+                // As `filepuff mcp` ends: the servers stop on the runtime, waited for elsewhere.
+                runtime.block_on(async move {
+                    let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
+                });
+            })
+        };
+        for _ in 0..2 {
+            let location = answered.recv_timeout(WAIT).expect("an answer without a blocking wait").unwrap().unwrap();
+            assert_eq!((location.file.as_str(), location.line, location.column), ("main.go", 3, 6));
+        }
+        session.join().unwrap();
+        assert_eq!(fake.starts(), 1);
     }
 }

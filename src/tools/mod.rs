@@ -33,11 +33,13 @@ pub use file_read::{FileReadOutput, FileReadParams, SymbolInfo, file_read};
 pub use file_search::{FileSearchOutput, FileSearchParams, file_search};
 pub use lsp::{
     DefinitionOutput, DiagnosticInfo, DiagnosticsOutput, DiagnosticsParams, PositionParams, ReferencesOutput,
-    ReferencesParams, SymbolAtOutput, diagnostics, file_diagnostics, find_definition, find_references, symbol_at,
+    ReferencesParams, RunOn, SymbolAtOutput, diagnostics, file_diagnostics, find_definition, find_definition_on,
+    find_references, find_references_on, symbol_at, symbol_at_on,
 };
 pub use navigation::{
     CallHierarchyOutput, CallHierarchyParams, DocumentSymbolsOutput, DocumentSymbolsParams, HoverOutput,
-    WorkspaceSymbolsOutput, WorkspaceSymbolsParams, call_hierarchy, document_symbols, hover, workspace_symbols,
+    WorkspaceSymbolsOutput, WorkspaceSymbolsParams, call_hierarchy, document_symbols, hover, hover_on,
+    workspace_symbols,
 };
 pub use page::{PageInfo, PageParams};
 pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};

@@ -39,13 +39,25 @@ pub struct HoverOutput {
 
 /// Runs `hover`. Errors: as `find_definition`.
 pub fn hover(engine: &Engine, params: PositionParams) -> Result<HoverOutput, ToolError> {
-    let target = Target::resolve(engine, &params)?;
+    engine.backends().block_on(hover_on(engine, &params, &crate::cancel::CancelFlag::current()))
+}
+
+/// [`hover`], awaited: runs on any thread (it has no fallback that reads files), the MCP
+/// session's own included (see [`super::lsp::RunOn`]).
+pub async fn hover_on(
+    engine: &Engine,
+    params: &PositionParams,
+    cancel: &crate::cancel::CancelFlag,
+) -> Result<HoverOutput, ToolError> {
+    let target = Target::resolve(engine, params)?;
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target.ask(engine, "textDocument/hover", Needs::Document, move |client, position| {
-        let params =
-            HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
-        async move { client.request::<HoverRequest>(params, timeout).await }
-    })?;
+    let (hover, answer, _) = target
+        .ask_async(engine, "textDocument/hover", Needs::Document, cancel, move |client, position| {
+            let params =
+                HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
+            async move { client.request::<HoverRequest>(params, timeout).await }
+        })
+        .await?;
     Ok(HoverOutput { symbol: target.identifier(), hover: hover.map(|h| hover_text(h.contents)), answer })
 }
 
