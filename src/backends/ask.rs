@@ -12,6 +12,11 @@
 //! outlived it (the answer may be partial); a crash or a timeout (the timed-out request is
 //! cancelled by the client) discards the server and asks a fresh one, once.
 //!
+//! The path is async ([`Backends::ask_async`]): a tool may await it on the MCP session's own
+//! thread, which (for `filepuff mcp`) also reads the servers' answers, so nothing on it waits by
+//! blocking: a running server is had at once, a start is awaited, the crash-loop backoff is a
+//! timer. [`Backends::ask`] and [`Backends::ask_within`] are its synchronous face.
+//!
 //! Which of the language's servers is asked is [`super::route`]'s rule (issue 20); a cancelled
 //! call ([`crate::cancel::CancelFlag`]) cancels its request at the server at once and is
 //! neither retried nor a reason to restart the server.
@@ -146,7 +151,8 @@ pub type EachAnswer<T> = (String, Result<Answered<T>, BackendError>);
 impl Backends {
     /// Asks the server for `question.id`'s language and project the request `make` builds
     /// (given the client, so positions can be converted to its encoding), as the module
-    /// documentation describes. Blocks: call it from a tool's thread.
+    /// documentation describes. Blocks: call it from a tool's thread (never from a task of the
+    /// backends' runtime; a task awaits [`Backends::ask_async`]).
     ///
     /// Errors: [`BackendError::NoServer`], [`BackendError::NotInstalled`],
     /// [`BackendError::StartFailed`]; [`BackendError::Crashed`] or [`BackendError::Timeout`]
@@ -154,9 +160,9 @@ impl Backends {
     /// [`BackendError::ContentModified`] when it said so twice.
     pub fn ask<T, F, Fut>(&self, question: Question<'_>, make: F) -> Result<Answered<T>, BackendError>
     where
-        T: Send + serde::Serialize + 'static,
+        T: serde::Serialize,
         F: Fn(Arc<LspClient>) -> Fut,
-        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+        Fut: Future<Output = Result<T, BackendError>>,
     {
         self.ask_within(question, Duration::from_millis(self.config.ready_timeout_ms), make)
     }
@@ -185,9 +191,9 @@ impl Backends {
         make: F,
     ) -> Result<Answered<T>, BackendError>
     where
-        T: Send + serde::Serialize + 'static,
+        T: serde::Serialize,
         F: Fn(Arc<LspClient>) -> Fut,
-        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+        Fut: Future<Output = Result<T, BackendError>>,
     {
         self.block_on(self.ask_async(question, ready_limit, &CancelFlag::current(), make))
     }
@@ -270,9 +276,8 @@ impl Backends {
         make: F,
     ) -> Result<Vec<EachAnswer<T>>, BackendError>
     where
-        T: Send + 'static,
         F: Fn(Arc<LspClient>) -> Fut,
-        Fut: Future<Output = Result<T, BackendError>> + Send + 'static,
+        Fut: Future<Output = Result<T, BackendError>>,
     {
         let method = question.method;
         let servers = self.specs_for(question.language)?;

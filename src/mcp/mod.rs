@@ -2,7 +2,9 @@
 //!
 //! Each tool runs on tokio's blocking pool (walks and parses are CPU and file-system work) and
 //! inside `catch_unwind`, so a bug in one call becomes an `INTERNAL` tool error instead of
-//! taking the server down. Results carry a readable text block and `structuredContent` matching
+//! taking the server down. The tools that ask one language server (`find_definition`,
+//! `find_references`, `symbol_at`, `hover`) run on the session's own thread instead, awaiting
+//! the async ask path ([`McpServer::run_on_session`]), panics caught all the same. Results carry a readable text block and `structuredContent` matching
 //! the tool's `outputSchema`; failures are `isError` results whose second text block is a JSON
 //! [`ToolError`] (code, name, message, context, remediation).
 
