@@ -439,13 +439,27 @@ tokio::task_local! {
     static CALL_CANCELLED: tokio_util::sync::CancellationToken;
 }
 
-/// Raises a [`CancelFlag`] when dropped unless disarmed: a tool call whose handler is dropped
-/// (its client gone) stops its work too.
-struct CancelOnDrop(Option<CancelFlag>);
+/// The cancellation of one tool call ([`call_flag`]): raises its [`CancelFlag`] when dropped
+/// before [`CancelOnDrop::finished`], so a call whose handler is dropped (its client gone) stops
+/// its work too; `watcher` is the task that raises it on the client's `notifications/cancelled`.
+struct CancelOnDrop {
+    flag: Option<CancelFlag>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl CancelOnDrop {
+    /// The call ended: nothing is raised, and the watching task ends.
+    fn finished(mut self) {
+        self.flag = None;
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+        }
+    }
+}
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(flag) = self.0.take() {
+        if let Some(flag) = self.flag.take() {
             flag.cancel();
         }
     }
@@ -490,7 +504,7 @@ impl McpServer {
     {
         let engine = self.engine.clone();
         let deferred = self.deferred_structured;
-        let (flag, mut guard, watcher) = call_flag();
+        let (flag, call_cancel) = call_flag();
         let joined = tokio::task::spawn_blocking(move || {
             flag.scope(|| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -500,13 +514,10 @@ impl McpServer {
             })
         })
         .await;
-        guard.0 = None;
-        if let Some(watcher) = watcher {
-            watcher.abort();
-        }
+        call_cancel.finished();
         let outcome = match joined {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(panic)) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),
+            Ok(Err(panic)) => Err(panicked(&panic)),
             Err(err) => Err(ToolError::internal(format!("the tool's worker failed: {err}"))),
         };
         tool_result(outcome)
@@ -536,21 +547,18 @@ impl McpServer {
             Ok(params) => params,
             Err(err) => return error_result(&err),
         };
-        let (flag, mut guard, watcher) = call_flag();
+        let (flag, call_cancel) = call_flag();
         let asked = std::panic::AssertUnwindSafe(call(self.engine.clone(), params.clone(), flag)).catch_unwind().await;
-        guard.0 = None;
-        if let Some(watcher) = watcher {
-            watcher.abort();
-        }
+        call_cancel.finished();
         let outcome = match asked {
             Ok(Ok(None)) => return self.run_blocking(params, blocking, render).await,
             Ok(Ok(Some(output))) => {
                 let deferred = self.deferred_structured;
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish_output(&output, deferred, render)))
-                    .map_err(|panic| ToolError::internal(format!("the tool panicked: {}", panic_message(&panic))))
+                    .map_err(|panic| panicked(&panic))
             }
             Ok(Err(err)) => Err(err),
-            Err(panic) => Err(ToolError::internal(format!("the tool panicked: {}", panic_message(&panic)))),
+            Err(panic) => Err(panicked(&panic)),
         };
         tool_result(outcome)
     }
@@ -566,11 +574,10 @@ fn parse_arguments<P: DeserializeOwned + schemars::JsonSchema + 'static>(
         .map_err(|err| ToolError::invalid_params(&err.to_string()))
 }
 
-/// The [`CancelFlag`] of one tool call: raised when the client cancels the request (the
-/// returned task watches the call's token) or when the guard is dropped with the handler.
-fn call_flag() -> (CancelFlag, CancelOnDrop, Option<tokio::task::JoinHandle<()>>) {
+/// The [`CancelFlag`] of one tool call and its [`CancelOnDrop`]: raised when the client cancels
+/// the request (a task watches the call's token) or when the guard is dropped with the handler.
+fn call_flag() -> (CancelFlag, CancelOnDrop) {
     let flag = CancelFlag::new();
-    let guard = CancelOnDrop(Some(flag.clone()));
     let watcher = CALL_CANCELLED.try_with(|token| token.clone()).ok().map(|token| {
         let flag = flag.clone();
         tokio::spawn(async move {
@@ -578,7 +585,13 @@ fn call_flag() -> (CancelFlag, CancelOnDrop, Option<tokio::task::JoinHandle<()>>
             flag.cancel();
         })
     });
-    (flag, guard, watcher)
+    let guard = CancelOnDrop { flag: Some(flag.clone()), watcher };
+    (flag, guard)
+}
+
+/// The `INTERNAL` error of a tool call that panicked.
+fn panicked(panic: &Box<dyn std::any::Any + Send>) -> ToolError {
+    ToolError::internal(format!("the tool panicked: {}", panic_message(panic)))
 }
 
 /// A tool's readable text and its `structuredContent`: JSON text for the session's transport
