@@ -2,11 +2,14 @@
 //!
 //! Each tool runs on tokio's blocking pool (walks and parses are CPU and file-system work) and
 //! inside `catch_unwind`, so a bug in one call becomes an `INTERNAL` tool error instead of
-//! taking the server down. The tools that ask one language server (`find_definition`,
-//! `find_references`, `symbol_at`, `hover`) run on the session's own thread instead, awaiting
-//! the async ask path ([`McpServer::run_on_session`]), panics caught all the same. Results carry a readable text block and `structuredContent` matching
-//! the tool's `outputSchema`; failures are `isError` results whose second text block is a JSON
-//! [`ToolError`] (code, name, message, context, remediation).
+//! taking the server down. In `filepuff mcp`, whose session has a runtime thread of its own
+//! ([`McpServer::on_own_thread`]), the tools that ask one language server (`find_definition`,
+//! `find_references`, `symbol_at`, `hover`) run on that thread instead, awaiting the async ask
+//! path ([`McpServer::run_on_session`]), panics caught all the same; sessions on the agent
+//! socket (the editor proxy's thread) and over HTTP keep them on the blocking pool. Results
+//! carry a readable text block and `structuredContent` matching the tool's `outputSchema`;
+//! failures are `isError` results whose second text block is a JSON [`ToolError`] (code, name,
+//! message, context, remediation).
 
 pub mod attach;
 mod graph;
@@ -58,6 +61,9 @@ pub struct McpServer {
     /// Whether results carry `structuredContent` as JSON text for the transport to write
     /// ([`structured`]): set by [`McpServer::serve_lines`], whose transport does.
     deferred_structured: bool,
+    /// Whether the tools that ask one language server run on the session's own thread
+    /// ([`McpServer::run_on_session`]): set by [`McpServer::on_own_thread`].
+    asks_inline: bool,
 }
 
 #[tool_router]
@@ -78,7 +84,22 @@ impl McpServer {
             disk_notice: None,
             subscriptions: Arc::default(),
             deferred_structured: false,
+            asks_inline: false,
         }
+    }
+
+    /// The same server, for a session whose runtime thread serves nothing but it and its
+    /// Engine's language-server clients (`filepuff mcp`: [`serve_stdio`] and the bridge's
+    /// standalone server): the tools that ask one server (`find_definition`,
+    /// `find_references`, `symbol_at`, `hover`) then run on that thread, awaiting the ask
+    /// path there, and a call crosses no thread but the server's. Without it (the agent
+    /// socket, whose sessions share the editor proxy's thread; Streamable HTTP, on the
+    /// runtime's workers) they run on the blocking pool as every other tool does, so an
+    /// answer's conversion (resolving and reading each referenced file) never holds the
+    /// editor's traffic or an async worker.
+    pub fn on_own_thread(mut self) -> McpServer {
+        self.asks_inline = true;
+        self
     }
 
     /// The same server, marking its results when an editor's `filepuff lsp` runs for the root
@@ -530,6 +551,7 @@ impl McpServer {
     /// `call` is the tool's [`tools::RunOn::Session`] variant: when it answers `Ok(None)` (a
     /// tree-sitter fallback, which reads many files), the tool runs as `blocking` on the
     /// blocking pool ([`McpServer::run`]). Cancelled and guarded against panics as `run` is.
+    /// A server not [`McpServer::on_own_thread`] runs `blocking` on the pool straight away.
     async fn run_on_session<P, O, Fut>(
         &self,
         arguments: JsonObject,
@@ -547,6 +569,9 @@ impl McpServer {
             Ok(params) => params,
             Err(err) => return error_result(&err),
         };
+        if !self.asks_inline {
+            return self.run_blocking(params, blocking, render).await;
+        }
         let (flag, call_cancel) = call_flag();
         let asked = std::panic::AssertUnwindSafe(call(self.engine.clone(), params.clone(), flag)).catch_unwind().await;
         call_cancel.finished();
@@ -746,7 +771,7 @@ pub async fn serve_stdio(
     toolsets: ToolsetSelection,
     notice: Option<DiskNotice>,
 ) -> anyhow::Result<()> {
-    let mut server = McpServer::with_toolsets(engine, toolsets);
+    let mut server = McpServer::with_toolsets(engine, toolsets).on_own_thread();
     if let Some(notice) = notice {
         server = server.with_disk_notice(notice);
     }
@@ -763,6 +788,43 @@ mod tests {
     //! The MCP tool surface is a compatibility promise: its snapshot is a reviewed diff.
 
     use super::*;
+
+    /// The thread each path of [`McpServer::run_on_session`] ran on, in the test below.
+    static RAN: parking_lot::Mutex<Vec<(&'static str, std::thread::ThreadId)>> = parking_lot::Mutex::new(Vec::new());
+
+    #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
+    struct NoParams {}
+
+    fn on_pool(_engine: &Engine, _params: NoParams) -> Result<String, ToolError> {
+        RAN.lock().push(("pool", std::thread::current().id()));
+        Ok("pool".to_owned())
+    }
+
+    /// A session that shares its thread (the agent socket's sessions run on the editor proxy's
+    /// one thread) runs the ask-path tools on the blocking pool, never inline; one on its own
+    /// thread (`filepuff mcp`) runs them inline there.
+    #[test]
+    fn ask_path_tools_run_inline_only_on_a_thread_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::new(crate::workspace::Workspace::open(dir.path()).unwrap()));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let session = std::thread::current().id();
+        let call = |_: Arc<Engine>, _: NoParams, _: CancelFlag| async {
+            RAN.lock().push(("inline", std::thread::current().id()));
+            Ok(Some("inline".to_owned()))
+        };
+        let text = |result: CallToolResult| result.content[0].as_text().unwrap().text.clone();
+        let shared = McpServer::new(engine.clone());
+        let result = runtime.block_on(shared.run_on_session(JsonObject::new(), call, on_pool, String::clone));
+        assert_eq!(text(result), "pool");
+        let ran = std::mem::take(&mut *RAN.lock());
+        assert!(matches!(ran[..], [("pool", thread)] if thread != session), "{ran:?}");
+
+        let own = McpServer::new(engine).on_own_thread();
+        let result = runtime.block_on(own.run_on_session(JsonObject::new(), call, on_pool, String::clone));
+        assert_eq!(text(result), "inline");
+        assert_eq!(*RAN.lock(), [("inline", session)]);
+    }
 
     /// `tests/snapshots/mcp_tools.json` holds `tools/list` (names, descriptions, input and
     /// output schemas, annotations). Regenerate with `UPDATE_SNAPSHOTS=1 cargo test`.

@@ -396,7 +396,8 @@ async fn standalone(
             super::socket_path(root).display()
         ),
     );
-    let server = crate::mcp::McpServer::with_toolsets(engine.clone(), selection).with_disk_notice(notice);
+    let server =
+        crate::mcp::McpServer::with_toolsets(engine.clone(), selection).with_disk_notice(notice).on_own_thread();
     tokio::spawn(async move {
         // The same line guard as every MCP byte stream: what the agent sends reaches it as sent.
         let (read, write) = tokio::io::split(server_side);
