@@ -202,14 +202,24 @@ enum RopeLine<'a> {
     Slice(RopeSlice<'a>),
 }
 
-/// One lookup of the line's start; its end is the first line break (LF, CR: the rope's
-/// `cr_lines` breaks) after it in the same chunk, or the text's end when the chunk is the last.
+/// One descent of the tree to the chunk holding the line's start (as `Rope::line_to_byte`
+/// finds it: the chunk of the line break before the line, then the breaks within it, counted
+/// as the rope counts them); its end is the first line break (LF, CR: the rope's `cr_lines`
+/// breaks) after it in the same chunk, or the text's end when the chunk is the last. A line
+/// whose break before it ends a chunk starts in the next one, found by a second descent.
 fn rope_line(text: &Rope, line: usize) -> Option<RopeLine<'_>> {
     if line >= text.len_lines() {
         return None;
     }
-    let start = text.line_to_byte(line);
-    let (chunk, chunk_start, _, _) = text.chunk_at_byte(start);
+    let (chunk, chunk_start, _, chunk_line) = text.chunk_at_line_break(line);
+    let within = ropey::str_utils::line_to_byte_idx(chunk, line - chunk_line);
+    let (chunk, chunk_start, start) = if within < chunk.len() {
+        (chunk, chunk_start, chunk_start + within)
+    } else {
+        let start = chunk_start + within;
+        let (next, next_start, _, _) = text.chunk_at_byte(start);
+        (next, next_start, start)
+    };
     let rest = &chunk[start - chunk_start..];
     if let Some(end) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
         return Some(RopeLine::Chunk(&rest[..end]));

@@ -494,8 +494,16 @@ fn canonicalize_existing_prefix_at_depth(path: &Path, depth: usize) -> PathBuf {
     }
 }
 
+/// `relative`'s components joined by `/`, each lossily as UTF-8.
 fn relative_string(relative: &Path) -> String {
-    let mut out = String::new();
+    // What `sandbox` passes (a real path's tail below the root) is already spelt so: copied as
+    // it is, without walking its components.
+    if let Some(spelt) = relative.to_str()
+        && spelt.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+    {
+        return spelt.to_owned();
+    }
+    let mut out = String::with_capacity(relative.as_os_str().len());
     for (idx, part) in relative.components().enumerate() {
         if idx > 0 {
             out.push('/');

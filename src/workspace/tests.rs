@@ -1,5 +1,6 @@
 //! Sandbox tests: every way out of the root we could think of, as a table.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 
 use super::*;
@@ -265,4 +266,22 @@ fn a_resolvers_lstat_is_of_the_resolved_file_or_none() {
     for input in ["lib_link.rs", "src/missing.rs"] {
         assert!(fx.workspace.resolve_with_lstat(input).unwrap().1.is_none(), "{input}");
     }
+}
+
+/// A relative path reads as its components joined by `/`, whatever its spelling; a clean one
+/// (the usual case) is copied as it is.
+#[test]
+fn relative_strings_join_the_components() {
+    for (path, expected) in [
+        ("go/packages/packages.go", "go/packages/packages.go"),
+        ("", ""),
+        ("a//b/", "a/b"),
+        ("./a/./b", "./a/b"),
+        ("a/../b", "a/../b"),
+        ("日本/😀.go", "日本/😀.go"),
+    ] {
+        assert_eq!(relative_string(Path::new(path)), expected, "{path:?}");
+    }
+    let invalid = std::ffi::OsStr::from_bytes(b"a/\xff.go");
+    assert_eq!(relative_string(Path::new(invalid)), "a/\u{fffd}.go");
 }

@@ -389,7 +389,7 @@ fn line_text_within_and_across_chunks_is_the_ropes_line_without_its_break() {
         }
     }
     assert!(text.chunks().count() > 20, "the text spans many chunks");
-    let mut across = 0;
+    let (mut across, mut at_chunk_start) = (0, 0);
     for line in 0..text.len_lines() {
         let whole = text.line(line).to_string();
         let expected = whole.trim_end_matches('\n').trim_end_matches('\r');
@@ -402,8 +402,10 @@ fn line_text_within_and_across_chunks_is_the_ropes_line_without_its_break() {
         let start = text.line_to_byte(line);
         let (chunk, chunk_start, _, _) = text.chunk_at_byte(start);
         across += usize::from(text.line_to_byte(line + 1) - chunk_start > chunk.len());
+        at_chunk_start += usize::from(line > 0 && start == chunk_start);
     }
     assert!(across > 10, "some lines cross chunks ({across})");
+    assert!(at_chunk_start > 0, "a line starts a chunk ({at_chunk_start})");
     assert_eq!(line_text(&text, text.len_lines()), None);
 }
 
