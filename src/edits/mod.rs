@@ -26,7 +26,8 @@ use crate::syntax::{self, ParsedFile, SyntaxError};
 pub use select::{Candidate, Mode};
 use text::LineEnding;
 
-/// An edit operation (seed: `operation`).
+// The seed's `operation` values.
+/// What an edit does at the selected place: replace it, insert before or after it, or delete it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {

@@ -19,7 +19,8 @@ pub const DEFAULT_MAX_RESULTS: usize = 100;
 /// Longest matched text returned, in characters; longer matches are cut (`text_truncated`).
 pub const MAX_MATCH_TEXT_CHARS: usize = 1000;
 
-/// Parameters of `ast_query`, as the seed names them.
+// Named as the seed names them.
+/// Parameters of `ast_query`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct AstQueryParams {
     /// ast-grep pattern: code with `$NAME` (one node), `$$$ARGS` (zero or more nodes) and `$_`

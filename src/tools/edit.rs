@@ -16,7 +16,8 @@ use crate::edits::write::WriteError;
 use crate::edits::{self, CandidateSummary, EditError, Operation, PlannedEdit, Selector, SyntaxErrorSummary};
 use crate::engine::{Approval, CommitError, CommitOutcome, Engine, FileEdit, Landing};
 
-/// Parameters of `edit_preview` and `edit_apply`, as the seed names them, plus `expected_hash`.
+// Named as the seed names them, plus `expected_hash`.
+/// Parameters of `edit_preview` and `edit_apply`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct EditParams {
     /// Path to the file to edit (relative to the workspace root, absolute inside it, or file://).

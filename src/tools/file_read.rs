@@ -9,7 +9,8 @@ use crate::documents::{self, Origin, position};
 use crate::engine::Engine;
 use crate::syntax::{self, Symbol};
 
-/// Parameters of `file_read`, as the seed names them.
+// Named as the seed names them.
+/// Parameters of `file_read`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct FileReadParams {
     /// Path to the file, relative to the workspace root (or absolute inside it, or a file:// URI).

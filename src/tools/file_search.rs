@@ -7,7 +7,8 @@ use super::ToolError;
 use crate::engine::Engine;
 use crate::search::{self, SearchOutcome, SearchRequest};
 
-/// Parameters of `file_search`, as the seed names them.
+// Named as the seed names them.
+/// Parameters of `file_search`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct FileSearchParams {
     /// The search pattern (regex by default; Rust/ripgrep regex syntax).

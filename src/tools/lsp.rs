@@ -36,7 +36,8 @@ use crate::workspace::{DocumentId, ResolvedPath};
 /// Lines of code shown around a definition (before and after its first line).
 const PREVIEW_CONTEXT: usize = 3;
 
-/// A position in a file, as the seed's LSP tools take it.
+/// A position in a file: its path, a 1-based line, and a 1-based character column or the
+/// identifier's text.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct PositionParams {
     /// Path to the file (relative to the workspace root, absolute inside it, or file://).

@@ -292,6 +292,11 @@ def test_agents_read_and_edit_neovims_unsaved_buffer(harness, tmp_path, symlinke
     printed = json.loads(nvim.step("command", command="FilepuffMcpConfig").strip())
     assert printed == {"mcpServers": {"filepuff": {
         "command": str(filepuff_binary()), "args": ["mcp", "--root", editor_root]}}}
+    # A `cmd` given with the subcommand, as a bare vim.lsp.start has it, is the binary alone.
+    resolved = nvim.step("command", command="lua print(vim.json.encode({"
+                         "require('filepuff').resolve_cmd({'/x/filepuff', 'lsp'}),"
+                         "(require('filepuff').resolve_cmd({'/x/filepuff', '--root', 'lsp'}))}))")
+    assert json.loads(resolved.strip()) == [["/x/filepuff"], ["/x/filepuff", "--root", "lsp"]]
     unsaved = nvim.step("set_lines", first=0, last=0, lines=[UNSAVED])
     assert unsaved == f"{UNSAVED}\n{disk}"
 

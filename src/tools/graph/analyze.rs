@@ -30,7 +30,7 @@ pub struct AnalyzeCodeParams {
     /// bumped) and the declarations found become its members.
     pub component_id: Option<String>,
     /// Language name (go, python, typescript, tsx, javascript, c, cpp, rust, elixir, shell)
-    /// when neither file_path nor the component tells; default python (the seed's analyzer).
+    /// when neither file_path nor the component tells; default python.
     pub language: Option<String>,
 }
 

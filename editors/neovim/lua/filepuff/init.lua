@@ -40,7 +40,14 @@ end
 --- build helper installed ("build", filepuff.build); else `filepuff` on PATH ("PATH", its full
 --- path when found). The same order as the VS Code extension's (setting, bundled, PATH).
 function M.resolve_cmd(cmd)
-  if type(cmd) == "table" and #cmd > 0 then return vim.deepcopy(cmd), "setting" end
+  if type(cmd) == "table" and #cmd > 0 then
+    cmd = vim.deepcopy(cmd)
+    -- `{ "filepuff", "lsp" }`, as a bare vim.lsp.start({ cmd = ... }) has it: the subcommand is
+    -- the plugin's to add (M.lsp_cmd), and :FilepuffMcpConfig's `mcp` would follow it. Kept
+    -- when it is an option's value (`--root lsp`).
+    if #cmd > 1 and cmd[#cmd] == "lsp" and not vim.startswith(cmd[#cmd - 1], "-") then table.remove(cmd) end
+    return cmd, "setting"
+  end
   local built = require("filepuff.build").binary()
   if vim.fn.executable(built) == 1 then return { built }, "build" end
   local found = vim.fn.exepath("filepuff")
