@@ -13,7 +13,8 @@ use super::{Process, is_private, is_private_dir, private_dir, runtime_dir, works
 /// The presence file of a running `filepuff lsp`: `HASH.PID.editor` in [`runtime_dir`], mode
 /// 0600, holding `{"pid": PID, "start": START, "root": ROOT}` (START: the process start time
 /// in clock ticks since boot, to tell pid reuse). Removed when dropped; files of processes
-/// that are gone are ignored, and removed by the next `filepuff lsp` of the root.
+/// that are gone (killed, crashed) are ignored, and removed by the next `filepuff lsp` of any
+/// root.
 #[derive(Debug)]
 pub struct Presence {
     path: PathBuf,
@@ -27,7 +28,7 @@ impl Presence {
         let dir = runtime_dir();
         private_dir(&dir)?;
         let hash = workspace_hash(root);
-        for (pid, path) in presence_files(&dir, &hash) {
+        for (pid, path) in presence_files(&dir, "") {
             if !presence_is_live(pid, &path) {
                 let _ = std::fs::remove_file(&path);
             }
@@ -53,15 +54,18 @@ impl Drop for Presence {
     }
 }
 
-/// The presence files for `hash` in `dir`: (pid from the name, path).
+/// The presence files for `hash` in `dir` (every root's for `""`): (pid from the name, path).
 fn presence_files(dir: &Path, hash: &str) -> Vec<(u32, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name();
-            let pid = name.to_str()?.strip_prefix(hash)?.strip_prefix('.')?.strip_suffix(".editor")?.parse().ok()?;
-            Some((pid, entry.path()))
+            let (of, pid) = name.to_str()?.strip_suffix(".editor")?.split_once('.')?;
+            if of.is_empty() || (!hash.is_empty() && of != hash) {
+                return None;
+            }
+            Some((pid.parse().ok()?, entry.path()))
         })
         .collect()
 }
@@ -208,8 +212,11 @@ mod tests {
         assert!(running_editors(root.path()).is_empty());
         drop(presence);
         assert!(presence_files(&dir, &hash).iter().all(|(pid, _)| *pid != std::process::id()));
+        // Another root's, too.
+        let elsewhere = dir.join(format!("{}.{}.editor", workspace_hash(Path::new("/elsewhere")), u32::MAX - 1));
+        std::fs::write(&elsewhere, r#"{"pid":4294967294,"start":1}"#).unwrap();
         let again = Presence::announce(root.path()).unwrap();
-        assert!(!stale.exists());
+        assert!(!stale.exists() && !elsewhere.exists());
         drop(again);
     }
 
