@@ -263,12 +263,15 @@ impl Backends {
     }
 
     /// Asks every server of `question.language` that offers `question.method` (a merged method:
-    /// diagnostics, where each server — a type checker and a linter — reports its own), one after
-    /// the other within one `ready_limit`, in the order [`super::route`] gives. Each answer or
-    /// error is returned with its server's name, in that order.
+    /// diagnostics, where each server — a type checker and a linter — reports its own), all at
+    /// once within one `ready_limit` (a start, the wait for readiness and the answer of one do
+    /// not wait for another's: the slowest sets the time, not their sum). Each answer or error
+    /// is returned with its server's name, in the order [`super::route`] gives. Blocks as
+    /// [`Backends::ask`] does.
     ///
     /// Errors: as [`Backends::ask`] when no server of the language can be started at all (the
-    /// per-server errors are in the list otherwise).
+    /// per-server errors are in the list otherwise); [`BackendError::Cancelled`] when the
+    /// call was cancelled.
     pub fn ask_each<T, F, Fut>(
         &self,
         question: Question<'_>,
@@ -284,21 +287,26 @@ impl Backends {
         let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
         let cancel = CancelFlag::current();
         let deadline = std::time::Instant::now() + ready_limit;
-        let mut answers = Vec::new();
-        for (spec, program) in servers {
+        let (question, cancel, make) = (&question, &cancel, &make);
+        let asks = servers.into_iter().map(|(spec, program)| async move {
             let root = self.project_root(spec, question.id.path());
-            let answer = self.acquire_spec(spec, program, root).and_then(|acquired| {
-                if !route::offers(&acquired.client.capabilities_json, method) {
-                    return Ok(None);
-                }
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                self.block_on(self.ask_server(&question, spec, acquired, left, &cancel, &make)).map(Some)
-            });
+            let acquired = match self.acquire_async(spec, program, root).await {
+                Ok(acquired) => acquired,
+                Err(err) => return (spec.name.clone(), Err(err)),
+            };
+            if !route::offers(&acquired.client.capabilities_json, method) {
+                return (spec.name.clone(), Ok(None));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            (spec.name.clone(), self.ask_server(question, spec, acquired, left, cancel, make).await.map(Some))
+        });
+        let mut answers = Vec::new();
+        for (name, answer) in self.block_on(futures::future::join_all(asks)) {
             match answer {
                 Ok(None) => {}
-                Ok(Some(answered)) => answers.push((spec.name.clone(), Ok(answered))),
+                Ok(Some(answered)) => answers.push((name, Ok(answered))),
                 Err(err @ BackendError::Cancelled { .. }) => return Err(err),
-                Err(err) => answers.push((spec.name.clone(), Err(err))),
+                Err(err) => answers.push((name, Err(err))),
             }
         }
         if answers.iter().all(|(_, answer)| answer.is_err()) {

@@ -1276,4 +1276,61 @@ mod tests {
         session.join().unwrap();
         assert_eq!(fake.starts(), 1);
     }
+
+    /// Two servers of one language (a type checker and a linter) are asked for a file's
+    /// diagnostics at once: each gets the document before either has reported. Asked one after
+    /// the other, the first would wait for its report while the second had not been sent the
+    /// document, and the test, which makes both report only once both have it, would give up.
+    #[test]
+    fn every_server_of_a_language_is_asked_for_diagnostics_at_once() {
+        use crate::tests::fake_lsp::{FakeServer, Script};
+        let [checker, linter] = [0, 1].map(|_| FakeServer::register(Script::new(serde_json::json!({}))));
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[servers.checker]\ncommand = [{:?}]\nlanguages = [\"go\"]\n\
+             [servers.linter]\ncommand = [{:?}]\nlanguages = [\"go\"]\n\
+             [languages.go]\nservers = [\"checker\", \"linter\"]\n",
+            checker.program(),
+            linter.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
+        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() {}\n").unwrap();
+        let engine = Arc::new(Engine::new(Workspace::open(dir.path()).unwrap()));
+        let id = engine.workspace().resolve("main.go").unwrap().id();
+        let text = Rope::from_str("package main\n\nfunc main() {}\n");
+        let asking = {
+            let (engine, id, text) = (engine.clone(), id.clone(), text.clone());
+            std::thread::spawn(move || {
+                file_diagnostics_within(&engine, &id, Language::Go, &text, crate::tests::fake_lsp::WAIT)
+            })
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let uri = id.uri().to_string();
+        runtime.block_on(async {
+            let mut opened = Vec::new();
+            for (server, name) in [(&checker, "checker"), (&linter, "linter")] {
+                let instance = server.instance(0).await;
+                let version = instance
+                    .wait_for(&format!("{name} has main.go"), |log| log.documents.get(&uri).map(|d| d.version))
+                    .await;
+                opened.push((instance, name, version));
+            }
+            for (instance, name, version) in opened {
+                let range =
+                    serde_json::json!({"start": {"line": 2, "character": 5}, "end": {"line": 2, "character": 9}});
+                instance.notify(
+                    "textDocument/publishDiagnostics",
+                    serde_json::json!({"uri": uri, "version": version, "diagnostics": [
+                        {"range": range, "severity": 2, "source": name, "message": format!("from {name}")}
+                    ]}),
+                );
+            }
+        });
+        let merged = asking.join().unwrap().unwrap();
+        let sources: Vec<_> = merged.diagnostics.iter().map(|d| d.source.clone().unwrap_or_default()).collect();
+        assert_eq!(sources.len(), 2, "{sources:?}");
+        assert!(sources.contains(&"checker".to_owned()) && sources.contains(&"linter".to_owned()), "{sources:?}");
+        assert!(merged.current, "{}", merged.server);
+        engine.backends().stop_all();
+    }
 }
