@@ -25,7 +25,9 @@ use crate::documents::{AppliedChange, DocumentChange};
 pub(super) struct Synced {
     pub(super) version: i32,
     pub(super) text: Rope,
-    /// When this version was sent.
+    /// When this version was sent: taken before the message is handed to the server's loop,
+    /// so that no answer to it (a `publishDiagnostics` read on another thread while this one
+    /// was still returning from the send) can be stamped earlier and taken for a stale one.
     pub(super) sent: Instant,
     /// When a request last needed this document.
     used: Instant,
@@ -118,6 +120,7 @@ impl LspClient {
         version: i32,
         text: &Rope,
     ) -> Result<(), BackendError> {
+        let now = Instant::now();
         self.server
             .notify::<lsp_types::notification::DidOpenTextDocument>(DidOpenTextDocumentParams {
                 text_document: TextDocumentItem {
@@ -128,7 +131,6 @@ impl LspClient {
                 },
             })
             .map_err(|err| self.crashed(err))?;
-        let now = Instant::now();
         synced.insert(uri.clone(), Synced { version, text: text.clone(), sent: now, used: now, pinned: true });
         Ok(())
     }
@@ -165,6 +167,7 @@ impl LspClient {
         // A document filepuff opened itself carries filepuff's own version numbers; continue
         // above them so the server never sees a version go down.
         let version = if doc.pinned { change.version } else { change.version.max(doc.version + 1) };
+        let sent = Instant::now();
         self.server
             .notify::<lsp_types::notification::DidChangeTextDocument>(DidChangeTextDocumentParams {
                 text_document: VersionedTextDocumentIdentifier { uri: uri.clone(), version },
@@ -173,8 +176,8 @@ impl LspClient {
             .map_err(|err| self.crashed(err))?;
         doc.version = version;
         doc.text = change.text.clone();
-        doc.sent = Instant::now();
-        doc.used = doc.sent;
+        doc.sent = sent;
+        doc.used = sent;
         Ok(())
     }
 
@@ -233,6 +236,7 @@ impl LspClient {
         match synced.get_mut(uri) {
             None => {
                 tracing::debug!(%uri, "didOpen");
+                let sent = Instant::now();
                 let mut server = self.server.clone();
                 server
                     .did_open(DidOpenTextDocumentParams {
@@ -244,21 +248,13 @@ impl LspClient {
                         },
                     })
                     .map_err(crashed)?;
-                synced.insert(
-                    uri.clone(),
-                    Synced {
-                        version: 1,
-                        text: text.clone(),
-                        sent: Instant::now(),
-                        used: Instant::now(),
-                        pinned: false,
-                    },
-                );
+                synced.insert(uri.clone(), Synced { version: 1, text: text.clone(), sent, used: sent, pinned: false });
             }
             Some(doc) if doc.text != *text => {
                 let change = incremental_change(&doc.text, text, self.encoding);
                 doc.version += 1;
                 tracing::debug!(%uri, version = doc.version, "didChange");
+                let sent = Instant::now();
                 let mut server = self.server.clone();
                 server
                     .did_change(DidChangeTextDocumentParams {
@@ -267,8 +263,8 @@ impl LspClient {
                     })
                     .map_err(crashed)?;
                 doc.text = text.clone();
-                doc.sent = Instant::now();
-                doc.used = Instant::now();
+                doc.sent = sent;
+                doc.used = sent;
             }
             Some(doc) => doc.used = Instant::now(),
         }
