@@ -22,6 +22,7 @@
 //! neither retried nor a reason to restart the server.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -216,8 +217,7 @@ impl Backends {
         Fut: Future<Output = Result<T, BackendError>>,
     {
         let method = question.method;
-        let servers = self.specs_for(question.language)?;
-        let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
+        let servers = self.ordered_servers(&question)?;
         if servers.is_empty() {
             // `[languages.NAME] navigation` names no installed server.
             return Err(BackendError::NoServer { language: question.language.name() });
@@ -227,8 +227,7 @@ impl Backends {
         let mut asked = false;
         let last = servers.len() - 1;
         for (index, (spec, program)) in servers.into_iter().enumerate() {
-            let root = self.project_root(spec, question.id.path());
-            let acquired = match self.acquire_async(spec, program, root).await {
+            let acquired = match self.acquire_for(spec, program, &question).await {
                 Ok(acquired) => acquired,
                 Err(err) => {
                     fallback.get_or_insert(Err(err));
@@ -283,14 +282,12 @@ impl Backends {
         Fut: Future<Output = Result<T, BackendError>>,
     {
         let method = question.method;
-        let servers = self.specs_for(question.language)?;
-        let servers = self.answer_order(Some(question.language), method, servers, |(spec, _)| spec.name.as_str());
+        let servers = self.ordered_servers(&question)?;
         let cancel = CancelFlag::current();
         let deadline = std::time::Instant::now() + ready_limit;
         let (question, cancel, make) = (&question, &cancel, &make);
         let asks = servers.into_iter().map(|(spec, program)| async move {
-            let root = self.project_root(spec, question.id.path());
-            let acquired = match self.acquire_async(spec, program, root).await {
+            let acquired = match self.acquire_for(spec, program, question).await {
                 Ok(acquired) => acquired,
                 Err(err) => return (spec.name.clone(), Err(err)),
             };
@@ -316,6 +313,26 @@ impl Backends {
             };
         }
         Ok(answers)
+    }
+
+    /// The installed servers of `question.language`, each with its program, in the order
+    /// [`super::route`] gives for `question.method`.
+    ///
+    /// Errors: as [`Backends::specs_for`].
+    fn ordered_servers(&self, question: &Question<'_>) -> Result<Vec<(&super::ServerSpec, PathBuf)>, BackendError> {
+        let servers = self.specs_for(question.language)?;
+        Ok(self.answer_order(Some(question.language), question.method, servers, |(spec, _)| spec.name.as_str()))
+    }
+
+    /// The running client of `spec` (its `program`) for the project `question`'s document
+    /// belongs to, started if needed ([`Backends::acquire_async`]).
+    async fn acquire_for(
+        &self,
+        spec: &super::ServerSpec,
+        program: PathBuf,
+        question: &Question<'_>,
+    ) -> Result<Acquired, BackendError> {
+        self.acquire_async(spec, program, self.project_root(spec, question.id.path())).await
     }
 
     /// Asks one server (`acquired`, started from `spec`): sync, readiness, the request; a crash
@@ -346,7 +363,7 @@ impl Backends {
                         command: spec.command[0].clone(),
                         install_hint: spec.install_hint.clone(),
                     })?;
-                    self.acquire_async(spec, program, self.project_root(spec, question.id.path())).await?
+                    self.acquire_for(spec, program, question).await?
                 }
             };
             restarted |= was_restarted || attempt > 0;

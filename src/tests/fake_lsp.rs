@@ -43,6 +43,9 @@ pub enum Reply {
     Never,
     /// The server dies now: its streams close without an answer.
     Exit,
+    /// The reply this future gives, when it gives it (an answer that waits for something
+    /// else the server receives).
+    Later(BoxFuture<'static, Reply>),
 }
 
 /// A scripted answer: the instance that received the request and the request's params.
@@ -396,15 +399,7 @@ fn router(slot: Arc<OnceLock<Arc<Instance>>>, script: Script) -> Router<Arc<Once
                 None => Reply::Error(ErrorCode::METHOD_NOT_FOUND, format!("no handler for {method}")),
             },
         };
-        match reply {
-            Reply::Result(value) => Box::pin(async move { Ok(value) }),
-            Reply::Error(code, message) => Box::pin(async move { Err(ResponseError::new(code, message)) }),
-            Reply::Never => Box::pin(std::future::pending()),
-            Reply::Exit => {
-                instance.kill();
-                Box::pin(std::future::pending())
-            }
-        }
+        answer(reply, instance)
     });
     router.unhandled_notification(|slot, notification| {
         if let Some(instance) = slot.get() {
@@ -417,4 +412,18 @@ fn router(slot: Arc<OnceLock<Arc<Instance>>>, script: Script) -> Router<Arc<Once
         ControlFlow::Continue(())
     });
     router
+}
+
+/// The response `reply` makes, sent when it is ready.
+fn answer(reply: Reply, instance: Arc<Instance>) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    match reply {
+        Reply::Result(value) => Box::pin(async move { Ok(value) }),
+        Reply::Error(code, message) => Box::pin(async move { Err(ResponseError::new(code, message)) }),
+        Reply::Never => Box::pin(std::future::pending()),
+        Reply::Exit => {
+            instance.kill();
+            Box::pin(std::future::pending())
+        }
+        Reply::Later(reply) => Box::pin(async move { answer(reply.await, instance).await }),
+    }
 }

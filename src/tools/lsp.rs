@@ -221,6 +221,12 @@ pub async fn find_definition_on(
     if let Some(note) = target.fallback_note(engine) {
         return Ok((on == RunOn::Blocking).then(|| fallback::definition(engine, &target, note)));
     }
+    definition_at(engine, &target, cancel).await.map(Some)
+}
+
+/// `textDocument/definition` at `target` from its server (no fallback), with each location's
+/// preview.
+async fn definition_at(engine: &Engine, target: &Target, cancel: &CancelFlag) -> Result<DefinitionOutput, ToolError> {
     let timeout = request_timeout(engine);
     let (locations, answer, encoding) = target
         .ask_async(engine, "textDocument/definition", Needs::Index, cancel, |client, position| {
@@ -241,7 +247,7 @@ pub async fn find_definition_on(
             DefinitionInfo { location: info, preview }
         })
         .collect();
-    Ok(Some(DefinitionOutput { definitions, answer }))
+    Ok(DefinitionOutput { definitions, answer })
 }
 
 /// Where a tool that asks a language server runs (the `_on` variants of `find_definition`,
@@ -390,18 +396,21 @@ pub async fn symbol_at_on(
         }));
     }
     let timeout = request_timeout(engine);
-    let (hover, answer, _) = target
-        .ask_async(engine, "textDocument/hover", Needs::Document, cancel, |client, position| {
-            let params =
-                HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
-            async move { client.request::<HoverRequest>(params, timeout).await }
-        })
-        .await?;
+    // Hover and definition are asked at once: the slower of the two sets the time, not their
+    // sum (a server answers requests concurrently; the document is synced once, by whichever
+    // ask comes first).
+    let hover = target.ask_async(engine, "textDocument/hover", Needs::Document, cancel, |client, position| {
+        let params =
+            HoverParams { text_document_position_params: position, work_done_progress_params: client.work_done() };
+        async move { client.request::<HoverRequest>(params, timeout).await }
+    });
+    let (hover, definitions) = futures::join!(hover, definition_at(engine, &target, cancel));
+    let (hover, answer, _) = hover?;
     let hover = hover.map(|hover| hover_text(hover.contents));
-    // The server is there (it answered the hover): no fallback, so an answer on any thread.
-    let definitions = match Box::pin(find_definition_on(engine, params, cancel, on)).await {
-        Ok(Some(out)) => out.definitions.into_iter().map(|d| d.location).collect(),
-        Ok(None) | Err(_) => Vec::new(),
+    // The hover's error is the tool's; a definition the server could not give is none.
+    let definitions = match definitions {
+        Ok(out) => out.definitions.into_iter().map(|d| d.location).collect(),
+        Err(_) => Vec::new(),
     };
     Ok(Some(SymbolAtOutput { symbol, hover, definitions, answer }))
 }
@@ -536,21 +545,14 @@ impl Target {
         Target::resolve(engine, &PositionParams { file: file.to_owned(), line: 1, column: Some(1), symbol: None })
     }
 
-    /// The identifier around the position.
+    /// The identifier around the position (read from the rope around it, not a copy of the
+    /// file).
     pub(super) fn identifier(&self) -> String {
-        let text = self.text.to_string();
-        let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
-        let start = text[..self.offset]
-            .char_indices()
-            .rev()
-            .take_while(|(_, c)| is_ident(*c))
-            .last()
-            .map_or(self.offset, |(i, _)| i);
-        let end = text[self.offset..]
-            .char_indices()
-            .find(|(_, c)| !is_ident(*c))
-            .map_or(text.len(), |(i, _)| self.offset + i);
-        text[start..end].to_owned()
+        let is_ident = |c: &char| c.is_alphanumeric() || *c == '_' || *c == '$';
+        let at = position::offset_to_char(&self.text, self.offset);
+        let before = self.text.chars_at(at).reversed().take_while(is_ident).count();
+        let after = self.text.chars_at(at).take_while(is_ident).count();
+        self.text.slice(at - before..at + after).to_string()
     }
 
     /// Asks the file's server the request `make` builds at this position (converted into the
@@ -1275,6 +1277,50 @@ mod tests {
         }
         session.join().unwrap();
         assert_eq!(fake.starts(), 1);
+    }
+
+    /// `symbol_at` asks its hover and its definition at once, on one resolution of the target:
+    /// the fake server answers the hover only once the definition request has arrived too.
+    /// Asked one after the other, the hover would wait for a request never sent, and fail.
+    #[test]
+    fn symbol_at_asks_hover_and_definition_at_once() {
+        use crate::tests::fake_lsp::{FakeServer, Reply, Script, WAIT};
+        let asked = Arc::new(tokio::sync::Notify::new());
+        let script = Script::new(serde_json::json!({"definitionProvider": true, "hoverProvider": true}));
+        let on_definition = asked.clone();
+        let script = script
+            .on("textDocument/definition", move |_, params| {
+                on_definition.notify_one();
+                let uri = params["textDocument"]["uri"].clone();
+                let range =
+                    serde_json::json!({"start": {"line": 2, "character": 5}, "end": {"line": 2, "character": 9}});
+                Reply::Result(serde_json::json!([{ "uri": uri, "range": range }]))
+            })
+            .on("textDocument/hover", move |_, _| {
+                let asked = asked.clone();
+                Reply::Later(Box::pin(async move {
+                    match tokio::time::timeout(WAIT / 2, asked.notified()).await {
+                        Ok(()) => Reply::Result(serde_json::json!({"contents": "func main()"})),
+                        Err(_) => Reply::Error(async_lsp::ErrorCode::REQUEST_FAILED, "no definition asked".to_owned()),
+                    }
+                }))
+            });
+        let fake = FakeServer::register(script);
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
+            fake.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
+        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
+        let engine = Engine::new(Workspace::open(dir.path()).unwrap());
+        let params = PositionParams { file: "main.go".to_owned(), line: 3, column: Some(17), symbol: None };
+        let output = symbol_at(&engine, params).unwrap();
+        assert_eq!(output.symbol, "main");
+        assert_eq!(output.hover.as_deref(), Some("func main()"));
+        let definition = &output.definitions[0];
+        assert_eq!((definition.file.as_str(), definition.line, definition.column), ("main.go", 3, 6));
+        engine.backends().stop_all();
     }
 
     /// Two servers of one language (a type checker and a linter) are asked for a file's
