@@ -34,11 +34,13 @@ CASES = {
         "find_definition": ("go/types/objectpath/main.go", "packages.Load(", "Load"),
         "find_references": ("go/packages/packages.go", "func Load(", "Load"),
         "hover": ("go/types/objectpath/main.go", "packages.Load(", "Load"),
+        "symbol_at": ("go/types/objectpath/main.go", "packages.Load(", "Load"),
     },
     "basedpyright": {
         "find_definition": ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder"),
         "find_references": ("json/decoder.py", "class JSONDecodeError(", "JSONDecodeError"),
         "hover": ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder"),
+        "symbol_at": ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder"),
     },
 }
 
@@ -131,6 +133,11 @@ def main():
         structured = [json.loads(answer)["result"].get("structuredContent") for answer in last]
         same = structured[0] == structured[1]
         print(f"same structuredContent: {'yes' if same else 'NO'}")
+        if not same:
+            for key in sorted(set(structured[0] or {}) | set(structured[1] or {})):
+                values = [(content or {}).get(key) for content in structured]
+                if values[0] != values[1]:
+                    print(f"  {key}: {json.dumps(values[0])[:300]}\n  {' ' * len(key)}  {json.dumps(values[1])[:300]}")
         for mcp, _ in sessions:
             mcp.proc.stdin.close()
             mcp.proc.wait(timeout=20)

@@ -33,8 +33,8 @@
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -70,24 +70,66 @@ fn random_token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Writes `token` to `path`, readable by this user only; a file left by an earlier start is
+/// Writes `token` to `path`, readable by this user only, and holds an advisory lock
+/// (`flock(2)`) on it for as long as the returned file is open: the mark of a live server, which
+/// [`prune_token_files`] leaves alone. The file is written and locked under a temporary name
+/// and renamed into place, so it is never seen unlocked; a file left by an earlier start is
 /// replaced.
-fn write_token(path: &std::path::Path, token: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+fn write_token(path: &Path, token: &str) -> std::io::Result<std::fs::File> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary)?;
+    let written = file.lock().and_then(|()| file.write_all(format!("{token}\n").as_bytes()));
+    if let Err(err) = written.and_then(|()| std::fs::rename(&temporary, path)) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(err);
     }
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    file.write_all(token.as_bytes())?;
-    file.write_all(b"\n")
+    Ok(file)
 }
 
-/// The token file, removed when dropped (the server stopped, by a signal or an error).
-struct TokenFile(PathBuf);
+/// Removes the token files in `dir` whose server is gone: no process holds the lock
+/// [`write_token`] takes (a server killed with SIGKILL, or one that crashed, could not remove
+/// its own). Returns how many were removed. Files of live servers, and anything that is not a
+/// regular `*.http-token` file, are left alone.
+fn prune_token_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.ends_with(".http-token") || name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) else {
+            continue;
+        };
+        let Ok(held) = file.metadata() else { continue };
+        if !held.is_file() || file.try_lock().is_err() {
+            continue;
+        }
+        // Still the file locked? (A new server on the same port may have renamed its own in.)
+        let same = std::fs::symlink_metadata(&path).is_ok_and(|now| now.dev() == held.dev() && now.ino() == held.ino());
+        if same && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The token file, removed when dropped (the server stopped, by a signal or an error); its
+/// lock is held while it lives.
+struct TokenFile {
+    path: PathBuf,
+    _locked: std::fs::File,
+}
 
 impl Drop for TokenFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -125,8 +167,14 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let token = random_token()?;
-    let token_file = TokenFile(token_path(&engine, local.port()));
-    write_token(&token_file.0, &token)?;
+    let path = token_path(&engine, local.port());
+    if let Some(dir) = path.parent() {
+        let pruned = prune_token_files(dir);
+        if pruned > 0 {
+            tracing::info!("removed {pruned} token files of HTTP servers that are gone");
+        }
+    }
+    let token_file = TokenFile { _locked: write_token(&path, &token)?, path };
     let port = local.port();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins([format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]);
@@ -139,7 +187,7 @@ pub async fn serve(
         sessions.clone(),
         config,
     );
-    eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.0.display());
+    eprintln!("filepuff: MCP (Streamable HTTP) on http://{local}/mcp; bearer token in {}", token_file.path.display());
     let service = Authorized { inner: mcp, token: Arc::from(token), sessions };
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_limit()));
     let stop = crate::signals::stop_signal();
@@ -274,6 +322,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn tokens_are_random_and_compared_whole() {
@@ -283,5 +332,27 @@ mod tests {
         assert!(same(a.as_bytes(), a.as_bytes()));
         assert!(!same(a.as_bytes(), b.as_bytes()));
         assert!(!same(&a.as_bytes()[..63], a.as_bytes()));
+    }
+
+    /// A token file whose server is gone (nobody holds its lock) is pruned; a live server's is
+    /// not, until that server lets go of it.
+    #[test]
+    fn token_files_of_servers_that_are_gone_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("HASH-8765.http-token");
+        let held = write_token(&live, "live").unwrap();
+        assert_eq!(std::fs::read_to_string(&live).unwrap(), "live\n");
+        assert_eq!(std::fs::metadata(&live).unwrap().permissions().mode() & 0o777, 0o600);
+        let stale = dir.path().join("HASH-9999.http-token");
+        std::fs::write(&stale, "stale\n").unwrap();
+        let other = dir.path().join("HASH.1234.editor");
+        std::fs::write(&other, "{}").unwrap();
+        assert_eq!(prune_token_files(dir.path()), 1);
+        assert!(live.exists() && !stale.exists() && other.exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+        drop(held);
+        assert_eq!(prune_token_files(dir.path()), 1);
+        assert!(!live.exists());
     }
 }

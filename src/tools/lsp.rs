@@ -1227,6 +1227,20 @@ mod tests {
         assert_ne!(engine.backends().running()[0].pid.unwrap(), pid);
     }
 
+    /// A workspace whose Go files `fake` serves, holding `main.go`:
+    /// `package main\n\nfunc main() { main() }\n`.
+    fn fake_go_workspace(fake: &crate::tests::fake_lsp::FakeServer) -> (tempfile::TempDir, Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
+            fake.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
+        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
+        let engine = Engine::new(Workspace::open(dir.path()).unwrap());
+        (dir, engine)
+    }
+
     /// The async ask path needs no thread but the one polling it: `find_definition_on` run with
     /// [`RunOn::Session`] on a current-thread runtime that also runs the server's client (the
     /// `filepuff mcp` arrangement) starts the server and has its answer, cold and then warm. A
@@ -1244,14 +1258,8 @@ mod tests {
                 Reply::Result(serde_json::json!([{ "uri": uri, "range": range }]))
             },
         ));
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
-            fake.program()
-        );
-        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
-        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
-        let engine = Arc::new(Engine::new(Workspace::open(dir.path()).unwrap()));
+        let (_dir, engine) = fake_go_workspace(&fake);
+        let engine = Arc::new(engine);
         let (answers, answered) = std::sync::mpsc::channel();
         let session = {
             let engine = engine.clone();
@@ -1306,14 +1314,7 @@ mod tests {
                 }))
             });
         let fake = FakeServer::register(script);
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
-            fake.program()
-        );
-        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
-        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
-        let engine = Engine::new(Workspace::open(dir.path()).unwrap());
+        let (_dir, engine) = fake_go_workspace(&fake);
         let params = PositionParams { file: "main.go".to_owned(), line: 3, column: Some(17), symbol: None };
         let output = symbol_at(&engine, params).unwrap();
         assert_eq!(output.symbol, "main");
