@@ -418,6 +418,9 @@ impl std::fmt::Debug for EditorLink {
 /// How long an agent's edit waits for the editor: its answer, then its `didChange`s.
 const EDITOR_ANSWER: std::time::Duration = std::time::Duration::from_secs(30);
 const EDITOR_DID_CHANGE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often the disk is looked at while waiting for the edit of a file the editor did not have
+/// open.
+const UNOPENED_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How long an agent's edit that needs the person's confirmation waits for their answer.
 const EDITOR_CONFIRM: std::time::Duration = std::time::Duration::from_secs(300);
@@ -505,16 +508,43 @@ impl Editor for EditorLink {
             return Ok(EditorAnswer::Refused { reason });
         }
         // The editor's didChange for each open document brings the text here; wait for them
-        // (the store wakes us on each change) so the agent's next read sees its edit.
+        // (the store wakes us on each change) so the agent's next read sees its edit. A file the
+        // editor did not have open, it opens to apply the edit (Neovim and VS Code load it into
+        // a buffer, unsaved): wait for that buffer to hold the edited text too, so that the
+        // agent's next read and the diagnostics asked about the edit are the buffer's, and not
+        // the disk's the editor left as it was.
         let documents = session.engine.documents();
-        let arrived = documents.wait_until(EDITOR_DID_CHANGE, |store| {
+        let unopened: Vec<(&BufferEdit, String)> = edits
+            .iter()
+            .filter(|e| e.version.is_none())
+            .filter_map(|e| Some((e, crate::documents::apply_edits(&e.before, &e.edits).ok()?)))
+            .collect();
+        let changed = |store: &crate::documents::DocumentStore| {
             edits.iter().all(|e| match e.version {
                 Some(version) => store.get(&e.id).is_none_or(|d| d.version != version),
-                // A file the editor did not have open: it opens it to apply the edit, if at all.
                 None => true,
             })
-        });
-        if !arrived {
+        };
+        // Opened holding the edited text, or (an editor that writes such a file instead) the
+        // disk holds it.
+        let landed = |store: &crate::documents::DocumentStore| {
+            unopened.iter().all(|(e, text)| match store.get(&e.id) {
+                Some(document) => document.text == text.as_str(),
+                None => std::fs::read(e.id.path()).is_ok_and(|disk| disk == text.as_bytes()),
+            })
+        };
+        let deadline = std::time::Instant::now() + EDITOR_DID_CHANGE;
+        // In slices: a write to the disk does not wake the store.
+        while !documents
+            .wait_until(UNOPENED_SLICE.min(deadline.saturating_duration_since(std::time::Instant::now())), |store| {
+                changed(store) && landed(store)
+            })
+        {
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+        }
+        if !changed(documents) {
             // Neovim answers `applied: true` and drops an edit made against an older version of
             // its buffer ("newer than edits"): without the didChange, nothing is known to have
             // changed, and saying "applied" would be a silent loss.
@@ -527,6 +557,14 @@ impl Editor for EditorLink {
                     EDITOR_DID_CHANGE.as_secs()
                 )),
             });
+        }
+        if !landed(documents) {
+            // The editor says it applied them; where it put them is not known here.
+            tracing::warn!(
+                "the editor applied an edit of files it did not have open, but neither a buffer it opened \
+                 nor the disk holds the edited text after {} s",
+                EDITOR_DID_CHANGE.as_secs()
+            );
         }
         Ok(EditorAnswer::Applied)
     }

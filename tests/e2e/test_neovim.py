@@ -665,6 +665,43 @@ def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision
         assert "the person declined the edit in Neovim" in json.dumps(structured) + str(result.content), result
 
 
+def test_a_confirmed_edit_of_a_file_neovim_has_not_opened_reports_its_diagnostics(harness, tmp_path):
+    """A confirmed edit of a file no Neovim window shows: once the person accepts, Neovim loads
+    the file into a buffer and applies the edit there (not to the disk); the agent hears
+    `accepted` and the diagnostics of the edited buffer's text, at once — not after waiting out
+    `edit_diagnostics_timeout_ms` for a text the server never got."""
+    import concurrent.futures
+
+    root = copy_fixture(tmp_path / "ws")
+    (root / "filepuff.toml").write_text("[lsp]\nedit_diagnostics_timeout_ms = 20000\n")
+    nvim = harness.neovim(cwd=root)
+    nvim.step("edit", path=str(root / "main.go"))
+    disk = (root / "greet" / "greet.go").read_text()
+    assert nvim.step("intercept_select")
+    agent = harness.agent(root)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        call = pool.submit(agent.call, "edit_apply", {
+            "file": "greet/greet.go", "operation": "replace", "selector_text": 'return "hello, " + name',
+            "new_content": 'return "hello, " + nam', "confirm": True})
+        deadline = time.monotonic() + 60
+        while (asked := nvim.step("asked")) is None:
+            assert not call.done(), call.result()
+            assert time.monotonic() < deadline, "Neovim never asked"
+            time.sleep(0.05)
+        nvim.step("decide", choice="Accept")
+        decided = time.monotonic()
+        result = call.result(timeout=60)
+        answered = time.monotonic() - decided
+    assert not result.is_error, result.content
+    structured = result.structured_content or {}
+    assert structured["confirmation"] == "accepted", structured
+    assert (root / "greet" / "greet.go").read_text() == disk, "the edit is in Neovim's buffer, not on disk"
+    diagnostics = structured["diagnostics"]
+    assert diagnostics["status"] == "complete", (json.dumps(diagnostics), answered, agent.ok("editor_state"))
+    assert any("nam" in d["message"] for d in diagnostics["introduced"]), diagnostics
+    assert answered < 10, f"the answer came {answered:.1f} s after Accept: {diagnostics}"
+
+
 # ---- :checkhealth filepuff ----------------------------------------------------------------------
 
 
