@@ -216,6 +216,8 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
     let label = format!("filepuff: {} in {shown}", output.operation);
     let confirm = params.confirm.unwrap_or(false);
     let approval = if confirm { Approval::Confirm } else { Approval::Direct };
+    // What asking took so far: the person's decision on a confirmed edit is not part of it.
+    let asked_before = started.elapsed();
     match engine.commit(&label, vec![edit], approval).map_err(commit_error)? {
         CommitOutcome::Refused { reason } => {
             output.editor_refused = Some(reason);
@@ -235,13 +237,14 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
             }
             if let (Some(file), Some((_, before))) = (&watched, before) {
                 // An open document holds what the editor applied; a file on disk the new text.
+                let started = std::time::Instant::now();
                 let after_text = match engine.documents().get(&id) {
                     Some(document) => document.text,
                     None => Rope::from_str(&planned.new_text),
                 };
                 let after = edit_diagnostics::snapshot(engine, file, &after_text);
                 output.diagnostics =
-                    Some(edit_diagnostics::compare(engine, vec![(before, after)], 1, started.elapsed()));
+                    Some(edit_diagnostics::compare(engine, vec![(before, after)], 1, asked_before + started.elapsed()));
             }
         }
     }

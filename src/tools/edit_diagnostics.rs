@@ -55,7 +55,8 @@ pub struct EditDiagnostics {
     pub server: String,
     /// Files whose diagnostics were asked, of those the edit changed (see [`MAX_FILES`]).
     pub files_checked: usize,
-    /// Milliseconds spent asking (before and after together).
+    /// Milliseconds spent asking (before and after together; a person's decision on a confirmed
+    /// edit in between is not counted).
     pub waited_ms: u64,
     /// Why diagnostics could not be had.
     #[serde(skip_serializing_if = "Option::is_none")]

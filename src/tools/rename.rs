@@ -188,6 +188,8 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
             .zip(&planned)
             .map(|(file, planned)| edit_diagnostics::snapshot(engine, file, &Rope::from_str(&planned.old)))
             .collect();
+        // The person's decision on a confirmed rename is not part of the time spent asking.
+        let asked_before = started.elapsed();
         let new_texts: Vec<String> = planned.iter().take(watched.len()).map(|file| file.new.clone()).collect();
         let commit: Vec<FileEdit> = planned
             .into_iter()
@@ -213,6 +215,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                     diagnostics = Some(edit_diagnostics::skipped());
                 }
                 if !watched.is_empty() {
+                    let started = std::time::Instant::now();
                     let pairs = watched
                         .iter()
                         .zip(new_texts)
@@ -226,7 +229,7 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                             (before, edit_diagnostics::snapshot(engine, file, &text))
                         })
                         .collect();
-                    diagnostics = Some(edit_diagnostics::compare(engine, pairs, watched.len(), started.elapsed()));
+                    diagnostics = Some(edit_diagnostics::compare(engine, pairs, watched.len(), asked_before + started.elapsed()));
                 }
             }
             CommitOutcome::Refused { reason } => {
