@@ -89,7 +89,8 @@ pub enum Command {
         #[command(flatten)]
         page: PageArgs,
     },
-    /// Which language servers are installed, their versions, and what each serves.
+    /// Which language servers are installed, their versions, and what each serves; without
+    /// --json also the graph store (exit status 2 when the configured one cannot be used).
     Doctor {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -503,9 +504,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Doctor { json } => {
             let reports = crate::backends::doctor(engine.backends());
             print_output(&reports, json, render_doctor);
-            // The JSON stays the list of servers (editors read it); the text adds the graph.
+            // The JSON stays the list of servers (editors read it); the text adds the graph, and
+            // a configured store that cannot be used is an error (exit status 2), as it is for
+            // every graph tool.
             if !json {
-                println!("{}", graph_doctor_line(&engine));
+                let (line, usable) = graph_doctor_line(&engine);
+                println!("{line}");
+                if !usable {
+                    return ExitCode::from(EXIT_ERROR);
+                }
             }
             ExitCode::from(EXIT_OK)
         }
@@ -575,25 +582,27 @@ fn finish_write(result: std::io::Result<()>) -> ExitCode {
     }
 }
 
-/// Which graph store is in use and whether it is reachable. A PostgreSQL store is connected to
-/// (and migrated, as on any first use); the SQLite file is only looked at, not created.
-fn graph_doctor_line(engine: &Engine) -> String {
+/// Which graph store is in use and whether it is reachable, and whether it can be used. A
+/// PostgreSQL store is connected to (and migrated, as on any first use); the SQLite file is only
+/// looked at, not created.
+fn graph_doctor_line(engine: &Engine) -> (String, bool) {
     let location = engine.graph_location();
     if engine.graph_url().is_none() {
-        let state = match engine.graph_path() {
-            Ok(path) if path.is_file() => "exists".to_owned(),
-            Ok(_) => "not created yet (on the first graph tool call)".to_owned(),
-            Err(err) => format!("unusable: {err}"),
+        let (state, usable) = match engine.graph_path() {
+            Ok(path) if path.is_file() => ("exists".to_owned(), true),
+            Ok(_) => ("not created yet (on the first graph tool call)".to_owned(), true),
+            Err(err) => (format!("unusable: {err}"), false),
         };
-        return format!("graph store: sqlite {location} — {state}");
+        return (format!("graph store: sqlite {location} — {state}"), usable);
     }
     match engine.graph().and_then(|store| store.counts()) {
-        Ok((components, relationships)) => {
+        Ok((components, relationships)) => (
             format!(
                 "graph store: postgres {location} — reachable, {components} components, {relationships} relationships"
-            )
-        }
-        Err(err) => format!("graph store: postgres {location} — unreachable: {err}"),
+            ),
+            true,
+        ),
+        Err(err) => (format!("graph store: postgres {location} — unreachable: {err}"), false),
     }
 }
 

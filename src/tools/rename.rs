@@ -229,7 +229,8 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                             (before, edit_diagnostics::snapshot(engine, file, &text))
                         })
                         .collect();
-                    diagnostics = Some(edit_diagnostics::compare(engine, pairs, watched.len(), asked_before + started.elapsed()));
+                    diagnostics =
+                        Some(edit_diagnostics::compare(engine, pairs, watched.len(), asked_before + started.elapsed()));
                 }
             }
             CommitOutcome::Refused { reason } => {

@@ -865,6 +865,8 @@ def test_the_password_never_appears_in_errors_or_doctor(tmp_path, pg):
             done = subprocess.run([str(filepuff_binary()), "--root", str(root), *args], capture_output=True, text=True,
                                   timeout=120, env=env)
             outputs.append((args, url, done.stdout + done.stderr))
+            if args == ["doctor"]:
+                assert done.returncode == 2, ("an unreachable graph store is an error", done.stdout)
     for args, url, text in outputs:
         assert secret not in text, (args, text)
     doctor = [text for args, _, text in outputs if args == ["doctor"]]

@@ -173,10 +173,12 @@ function showStatus(payload: StatusPayload): void {
   statusItem.show();
 }
 
+/** Runs `launch`; rejects when it cannot be started or exits with a status other than 0, with
+ * what it printed on stdout kept as the error's `stdout` (a report that ends in an error). */
 function run(launch: { command: string; args: string[]; cwd?: string; env: Record<string, string> }): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(launch.command, launch.args, { cwd: launch.cwd, env: launch.env, timeout: 30_000 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+      error ? reject(Object.assign(new Error(`${error.message}\n${stderr}`), { stdout })) : resolve(stdout),
     );
   });
 }
@@ -199,6 +201,9 @@ async function showDoctor(): Promise<void> {
   try {
     output.appendLine(await run(launch));
   } catch (error) {
+    // Exit status 2 after a whole report: the graph store cannot be used (the report says why).
+    const report = (error as { stdout?: string }).stdout;
+    if (report) output.appendLine(report);
     output.appendLine(launchFailure("filepuff doctor", launch.command, error, { remoteName: vscode.env.remoteName }));
   }
   output.show(true);
