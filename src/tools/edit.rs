@@ -243,8 +243,13 @@ fn run(engine: &Engine, params: EditParams, apply: bool) -> Result<EditOutput, T
                     None => Rope::from_str(&planned.new_text),
                 };
                 let after = edit_diagnostics::snapshot(engine, file, &after_text);
-                output.diagnostics =
-                    Some(edit_diagnostics::compare(engine, vec![(before, after)], 1, asked_before + started.elapsed()));
+                output.diagnostics = Some(edit_diagnostics::compare(
+                    engine,
+                    vec![(before, after)],
+                    1,
+                    asked_before + started.elapsed(),
+                    None,
+                ));
             }
         }
     }

@@ -160,12 +160,15 @@ pub(crate) fn snapshot(engine: &Engine, file: &File, text: &Rope) -> Snapshot {
 }
 
 /// Compares the snapshots of each file before and after the edit (pairs in file order), keeps
-/// the lists within a share of the output budget, and says how it went.
+/// the lists within a share of the output budget, and says how it went. `renamed` (old name,
+/// new name) is a rename's: a message from before it that names the old identifier is taken as
+/// naming the new one (`undefined: Hello` before is `undefined: Salute` after, the same error).
 pub(crate) fn compare(
     engine: &Engine,
     pairs: Vec<(Snapshot, Snapshot)>,
     files_checked: usize,
     waited: Duration,
+    renamed: Option<(&str, &str)>,
 ) -> EditDiagnostics {
     let mut out = EditDiagnostics {
         status: "complete".to_owned(),
@@ -195,7 +198,7 @@ pub(crate) fn compare(
         if !servers.contains(&after.server) {
             servers.push(after.server.clone());
         }
-        let (introduced, pre_existing, resolved) = split(before.diagnostics, after.diagnostics);
+        let (introduced, pre_existing, resolved) = split(before.diagnostics, after.diagnostics, renamed);
         out.introduced.extend(introduced);
         out.pre_existing.extend(pre_existing);
         out.resolved += resolved;
@@ -221,10 +224,25 @@ pub(crate) fn compare(
 }
 
 /// Splits the after-edit diagnostics into introduced and pre-existing ones (matched one to one
-/// by file, severity, code and message) and counts the resolved ones.
-fn split(before: Vec<DiagnosticInfo>, after: Vec<DiagnosticInfo>) -> (Vec<DiagnosticInfo>, Vec<DiagnosticInfo>, usize) {
+/// by file, severity, code and message; with `renamed`, the before messages as the rename
+/// spells them) and counts the resolved ones.
+fn split(
+    before: Vec<DiagnosticInfo>,
+    after: Vec<DiagnosticInfo>,
+    renamed: Option<(&str, &str)>,
+) -> (Vec<DiagnosticInfo>, Vec<DiagnosticInfo>, usize) {
     let key = |d: &DiagnosticInfo| (d.file.clone(), d.severity.clone(), d.code.clone(), d.message.clone());
-    let mut remaining: Vec<_> = before.iter().map(key).collect();
+    let mut remaining: Vec<_> = before
+        .iter()
+        .map(|d| {
+            let (file, severity, code, message) = key(d);
+            let message = match renamed {
+                Some((old, new)) => replace_identifier(&message, old, new),
+                None => message,
+            };
+            (file, severity, code, message)
+        })
+        .collect();
     let (mut introduced, mut pre_existing) = (Vec::new(), Vec::new());
     for diagnostic in after {
         match remaining.iter().position(|k| *k == key(&diagnostic)) {
@@ -236,6 +254,27 @@ fn split(before: Vec<DiagnosticInfo>, after: Vec<DiagnosticInfo>) -> (Vec<Diagno
         }
     }
     (introduced, pre_existing, remaining.len())
+}
+
+/// `text` with every occurrence of the identifier `old` as a whole word (not inside a longer
+/// identifier: `Hello` in `Hello(` or `"Hello"`, not in `HelloWorld`) replaced by `new`.
+fn replace_identifier(text: &str, old: &str, new: &str) -> String {
+    if old.is_empty() {
+        return text.to_owned();
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(old) {
+        let (head, tail) = rest.split_at(at);
+        let after = &tail[old.len()..];
+        let whole = !head.chars().next_back().is_some_and(is_ident) && !after.chars().next().is_some_and(is_ident);
+        out.push_str(head);
+        out.push_str(if whole { new } else { old });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Readable lines of `diagnostics` for a tool's text.
@@ -289,10 +328,33 @@ mod tests {
         // has the same message as one of a.go's.
         let after =
             vec![diagnostic("a.go", 5, "x unused"), diagnostic("b.go", 1, "z"), diagnostic("b.go", 4, "x unused")];
-        let (introduced, pre_existing, resolved) = split(before, after);
+        let (introduced, pre_existing, resolved) = split(before, after, None);
         assert_eq!(introduced, vec![diagnostic("b.go", 4, "x unused")]);
         assert_eq!(pre_existing, vec![diagnostic("a.go", 5, "x unused"), diagnostic("b.go", 1, "z")]);
         assert_eq!(resolved, 1);
+    }
+
+    /// A rename changes the messages that name the renamed identifier: the same error, not a
+    /// new one and a resolved one.
+    #[test]
+    fn a_rename_matches_messages_that_name_the_old_identifier() {
+        let before = vec![
+            diagnostic("a.go", 3, "cannot use 1 as string in argument to Hello"),
+            diagnostic("a.go", 4, "HelloWorld unused"),
+        ];
+        let after = vec![
+            diagnostic("a.go", 3, "cannot use 1 as string in argument to Salute"),
+            diagnostic("a.go", 4, "HelloWorld unused"),
+        ];
+        let (introduced, pre_existing, resolved) = split(before.clone(), after.clone(), Some(("Hello", "Salute")));
+        assert_eq!((introduced, pre_existing, resolved), (vec![], after.clone(), 0));
+        let (introduced, _, resolved) = split(before, after, None);
+        assert_eq!((introduced.len(), resolved), (1, 1));
+        assert_eq!(
+            replace_identifier("Hello(Hello_x, \"Hello\") $Hello Hello", "Hello", "Hi"),
+            "Hi(Hello_x, \"Hi\") $Hello Hi"
+        );
+        assert_eq!(replace_identifier("héHello Hello", "Hello", "Hi"), "héHello Hi");
     }
 
     #[test]

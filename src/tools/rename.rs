@@ -118,6 +118,7 @@ struct Planned {
 /// by the editor is not an error: `applied: false` with `editor_refused`.
 pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<RenameSymbolOutput, ToolError> {
     let target = Target::resolve(engine, &params.position)?;
+    let old_name = target.identifier();
     let timeout = request_timeout(engine);
     let new_name = params.new_name.clone();
     let (edit, answer, encoding) =
@@ -229,8 +230,13 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                             (before, edit_diagnostics::snapshot(engine, file, &text))
                         })
                         .collect();
-                    diagnostics =
-                        Some(edit_diagnostics::compare(engine, pairs, watched.len(), asked_before + started.elapsed()));
+                    diagnostics = Some(edit_diagnostics::compare(
+                        engine,
+                        pairs,
+                        watched.len(),
+                        asked_before + started.elapsed(),
+                        Some((&old_name, &params.new_name)),
+                    ));
                 }
             }
             CommitOutcome::Refused { reason } => {

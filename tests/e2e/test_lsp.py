@@ -365,6 +365,34 @@ def test_rename_across_three_files_applies_and_builds(tmp_path):
         assert proc.returncode == 0, proc.stderr
 
 
+def test_rename_reports_the_diagnostics_of_the_renamed_files(tmp_path):
+    """rename_symbol with apply asks gopls for the diagnostics of every file it changes, before
+    and after: errors that were there stay `pre_existing` — also one whose message names the
+    renamed symbol, and so changed with it — and nothing is `introduced` or `resolved`."""
+    require("gopls")
+    root = tmp_path / "rename"
+    shutil.copytree(FIXTURES / "go", root)
+    (root / "greet" / "broken.go").write_text(
+        'package greet\n\nvar _ int = "x"\n\nvar _ = Hello(1)\n')
+    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    s = McpSession(root, tmp_path / "stderr.log").start()
+    try:
+        args = {"file": "greet/greet.go", "line": line_of(root / "greet" / "greet.go", "func Hello("), "symbol": "Hello",
+                "new_name": "Salute", "apply": True}
+        applied = s.ok("rename_symbol", args)
+    finally:
+        _close_session(s)
+    assert applied["applied"], applied
+    assert "Salute(1)" in (root / "greet" / "broken.go").read_text()
+    diagnostics = applied["diagnostics"]
+    assert diagnostics["status"] == "complete" and diagnostics["current"], diagnostics
+    assert diagnostics["files_checked"] == 3, diagnostics
+    assert diagnostics["introduced"] == [] and diagnostics["resolved"] == 0, diagnostics
+    messages = sorted(d["message"] for d in diagnostics["pre_existing"])
+    assert len(messages) == 2 and all(d["file"] == "greet/broken.go" for d in diagnostics["pre_existing"]), diagnostics
+    assert any("Salute" in m for m in messages), messages
+
+
 def test_hover_symbols_workspace_symbols_and_calls(session, projects):
     greet = projects / "go" / "greet" / "greet.go"
     hello_line = line_of(greet, "func Hello(")
