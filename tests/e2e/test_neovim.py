@@ -647,6 +647,7 @@ def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision
         assert "--- a/main.go" in asked["diff"] and "+++ b/main.go" in asked["diff"], asked["diff"]
         assert '-\tfmt.Println(greet.Hello("world"))' in asked["diff"], asked["diff"]
         assert '+\tfmt.Println(greet.Hello("person"))' in asked["diff"], asked["diff"]
+        assert " func main() {" in asked["diff"], ("three lines of context, as diff -u", asked["diff"])
         assert nvim.step("text", bufnr=opened["bufnr"]) == disk, "nothing changes before the person decides"
         nvim.step("decide", choice=decision)
         result = call.result(timeout=60)

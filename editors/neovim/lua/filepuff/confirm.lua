@@ -64,7 +64,7 @@ function M.diff_lines(edit, encoding)
     local name = vim.fn.fnamemodify(vim.uri_to_fname(item.uri), ":.")
     table.insert(lines, "--- a/" .. name)
     table.insert(lines, "+++ b/" .. name)
-    local hunks = diff(table.concat(before, "\n") .. "\n", table.concat(after, "\n") .. "\n", { result_type = "unified" })
+    local hunks = diff(table.concat(before, "\n") .. "\n", table.concat(after, "\n") .. "\n", { result_type = "unified", ctxlen = 3 })
     vim.list_extend(lines, vim.split(hunks, "\n", { trimempty = true }))
   end
   return lines
