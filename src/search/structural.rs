@@ -69,6 +69,8 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
         files_matched: AtomicUsize::new(0),
     };
     let parsed_count = AtomicUsize::new(0);
+    // Trees of a search over more files than the cache holds must not evict one another.
+    let sweep = engine.syntax().sweep();
     // An open buffer's language is the one its editor gave, else its file name's.
     let of_language = |path: &Path, language_id: Option<&str>| {
         language_id.and_then(Language::from_name).or_else(|| Language::from_path(path)) == Some(language)
@@ -94,7 +96,7 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
             }
         };
         parsed_count.fetch_add(1, Ordering::Relaxed);
-        search_text(engine, request, resolved, buffer_version, text, &collector);
+        search_text(engine, request, &sweep, resolved, buffer_version, text, &collector);
         true
     })?;
 
@@ -107,12 +109,15 @@ pub fn search(engine: &Engine, request: &StructuralRequest<'_>) -> Result<Struct
 fn search_text(
     engine: &Engine,
     request: &StructuralRequest<'_>,
+    sweep: &crate::syntax::Sweep,
     path: ResolvedPath,
     buffer_version: Option<i32>,
     text: Rope,
     collector: &Collector,
 ) {
-    let Some(parsed) = engine.syntax().parse(&path.absolute, request.query.language(), &text) else { return };
+    let Some(parsed) = engine.syntax().parse_in(sweep, &path.absolute, request.query.language(), &text) else {
+        return;
+    };
     let matches: Vec<RawMatch> = request.query.find(&parsed).into_iter().filter(|m| (request.keep)(m)).collect();
     if !matches.is_empty() {
         collector.add(FileMatches { path, buffer_version, text: parsed.text.clone(), matches });

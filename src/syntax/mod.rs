@@ -155,6 +155,14 @@ pub fn reparse_edited(parsed: &ParsedFile, range: std::ops::Range<usize>, new_te
 /// buffer edit or a disk change is a miss). Bounded by an estimate of the memory the trees keep
 /// ([`estimated_bytes`]), least recently used out first; a tree larger than the whole budget is
 /// returned but not kept.
+///
+/// A structural search over a tree larger than the budget parses its files in walk order, and
+/// the next search over it does the same: least-recently-used alone would evict each tree
+/// before the next search reaches it, so a repeated search would never hit. Such searches run
+/// as a [`Sweep`] instead ([`SyntaxCache::sweep`], [`SyntaxCache::parse_in`]): a sweep's tree
+/// may evict only trees no sweep has used since the previous sweep began, so a repeated sweep
+/// keeps the trees that fit and finds them again, and a sweep over other files takes their
+/// place from its second pass on.
 #[derive(Debug)]
 pub struct SyntaxCache {
     entries: DashMap<PathBuf, CacheEntry>,
@@ -164,7 +172,20 @@ pub struct SyntaxCache {
     used: AtomicUsize,
     /// Held while entries are added or removed, so `used` stays their sum.
     writing: Mutex<()>,
+    /// Counts parses and inserts: an entry's `last_used` is a tick of it.
     clock: AtomicU64,
+    /// The tick the latest sweep began at.
+    last_sweep: AtomicU64,
+}
+
+/// One search over many files ([`SyntaxCache::sweep`]): its trees may evict only entries not
+/// used since the sweep before it began.
+#[derive(Debug)]
+pub struct Sweep {
+    /// Entries last used before this tick may be evicted for this sweep's trees.
+    evict_before: u64,
+    /// Set once nothing could be evicted for this sweep: later trees of it are not offered.
+    full: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -185,11 +206,35 @@ impl SyntaxCache {
             used: AtomicUsize::new(0),
             writing: Mutex::new(()),
             clock: AtomicU64::new(0),
+            last_sweep: AtomicU64::new(0),
         }
+    }
+
+    /// Begins a sweep: a search that parses many files ([`SyntaxCache::parse_in`]).
+    pub fn sweep(&self) -> Sweep {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let previous = self.last_sweep.swap(now, Ordering::Relaxed);
+        Sweep { evict_before: previous, full: std::sync::atomic::AtomicBool::new(false) }
+    }
+
+    /// [`SyntaxCache::parse`] for a file of `sweep`: a tree parsed here is kept when the budget
+    /// has room for it, or when entries last used before the previous sweep began can make it.
+    pub fn parse_in(&self, sweep: &Sweep, path: &Path, language: Language, text: &Rope) -> Option<Arc<ParsedFile>> {
+        self.parse_with(Some(sweep), path, language, text)
     }
 
     /// The parse tree of `text` (the current content of `path`), from the cache or fresh.
     pub fn parse(&self, path: &Path, language: Language, text: &Rope) -> Option<Arc<ParsedFile>> {
+        self.parse_with(None, path, language, text)
+    }
+
+    fn parse_with(
+        &self,
+        sweep: Option<&Sweep>,
+        path: &Path,
+        language: Language,
+        text: &Rope,
+    ) -> Option<Arc<ParsedFile>> {
         if self.budget == 0 {
             return parse(language, text).map(Arc::new);
         }
@@ -202,7 +247,7 @@ impl SyntaxCache {
             return Some(entry.parsed.clone());
         }
         let parsed = Arc::new(parse(language, text)?);
-        self.store(path, key, parsed.clone(), now);
+        self.store(path, key, parsed.clone(), now, sweep);
         Some(parsed)
     }
 
@@ -211,7 +256,7 @@ impl SyntaxCache {
     pub fn insert(&self, path: &Path, parsed: Arc<ParsedFile>) {
         let key = (parsed.language, content_hash(&parsed.text), parsed.text.len_bytes());
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        self.store(path, key, parsed, now);
+        self.store(path, key, parsed, now, None);
     }
 
     /// Number of cached trees.
@@ -230,10 +275,21 @@ impl SyntaxCache {
     }
 
     /// Keeps `parsed` as `path`'s tree (replacing an older one), then evicts the least recently
-    /// used others until the budget holds. A tree over the whole budget replaces nothing and is
-    /// not kept.
-    fn store(&self, path: &Path, key: (Language, u64, usize), parsed: Arc<ParsedFile>, now: u64) {
+    /// used others until the budget holds — for a tree of `sweep`, only those it may evict
+    /// ([`Sweep`]), and when they do not make room the tree is not kept. A tree over the whole
+    /// budget replaces nothing and is not kept.
+    fn store(
+        &self,
+        path: &Path,
+        key: (Language, u64, usize),
+        parsed: Arc<ParsedFile>,
+        now: u64,
+        sweep: Option<&Sweep>,
+    ) {
         let bytes = estimated_bytes(&parsed);
+        if sweep.is_some_and(|sweep| sweep.full.load(Ordering::Relaxed)) {
+            return;
+        }
         let _writing = self.writing.lock();
         if let Some((_, old)) = self.entries.remove(path) {
             self.used.fetch_sub(old.bytes, Ordering::Relaxed);
@@ -241,18 +297,28 @@ impl SyntaxCache {
         if bytes > self.budget {
             return;
         }
-        while self.used.load(Ordering::Relaxed) + bytes > self.budget && self.evict_oldest() {}
+        let evict_before = sweep.map_or(u64::MAX, |sweep| sweep.evict_before);
+        while self.used.load(Ordering::Relaxed) + bytes > self.budget && self.evict_oldest(evict_before) {}
+        if self.used.load(Ordering::Relaxed) + bytes > self.budget {
+            if let Some(sweep) = sweep {
+                sweep.full.store(true, Ordering::Relaxed);
+            }
+            return;
+        }
         self.used.fetch_add(bytes, Ordering::Relaxed);
         self.entries.insert(path.to_path_buf(), CacheEntry { key, parsed, bytes, last_used: AtomicU64::new(now) });
     }
 
-    /// Removes the least recently used entry; false when there is none. Call under `writing`.
-    fn evict_oldest(&self) -> bool {
+    /// Removes the least recently used entry if it was last used before the tick
+    /// `evict_before`; false when there is none such. Call under `writing`.
+    fn evict_oldest(&self, evict_before: u64) -> bool {
         let oldest = self
             .entries
             .iter()
-            .min_by_key(|entry| entry.last_used.load(Ordering::Relaxed))
-            .map(|entry| entry.key().clone());
+            .map(|entry| (entry.last_used.load(Ordering::Relaxed), entry))
+            .filter(|(used, _)| *used < evict_before)
+            .min_by_key(|(used, _)| *used)
+            .map(|(_, entry)| entry.key().clone());
         let Some(path) = oldest else { return false };
         if let Some((_, old)) = self.entries.remove(&path) {
             self.used.fetch_sub(old.bytes, Ordering::Relaxed);
@@ -324,6 +390,46 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert!(cache.estimated_bytes() <= 2 * one);
         assert!(cache.parse(Path::new("/w/x.toml"), Language::Toml, &v1).is_none());
+    }
+
+    /// Sweeps over more files than the budget holds: a repeated sweep finds the trees that fit
+    /// (least-recently-used alone would have evicted each before the next sweep reached it),
+    /// and a sweep over other files takes their place from its second pass on.
+    #[test]
+    fn repeated_sweeps_keep_the_trees_that_fit() {
+        let text = Rope::from_str("package a\nfunc A() {}\n");
+        let one = estimated_bytes(&parse(Language::Go, &text).unwrap());
+        let cache = SyntaxCache::new(2 * one);
+        let paths: Vec<PathBuf> = (0..7).map(|i| PathBuf::from(format!("/w/{i}.go"))).collect();
+        let pass = |files: &[PathBuf]| {
+            let sweep = cache.sweep();
+            files.iter().map(|path| cache.parse_in(&sweep, path, Language::Go, &text).unwrap()).collect::<Vec<_>>()
+        };
+        let cached = |files: &[PathBuf]| files.iter().filter(|p| cache.entries.contains_key(p.as_path())).count();
+        let (first, others) = paths.split_at(4);
+        let one_pass = pass(first);
+        assert_eq!(cached(first), 2, "the budget holds two trees");
+        for _ in 0..3 {
+            let again = pass(first);
+            let hits = one_pass.iter().zip(&again).filter(|(a, b)| Arc::ptr_eq(a, b)).count();
+            assert_eq!(hits, 2, "a repeated sweep finds the two trees it kept");
+        }
+        assert!(cache.estimated_bytes() <= 2 * one);
+
+        // Files the last sweep used are not evicted by the next sweep's first pass…
+        pass(others);
+        assert_eq!((cached(first), cached(others)), (2, 0));
+        // … but by its second, and they then stay.
+        pass(others);
+        assert_eq!((cached(first), cached(others)), (0, 2));
+        pass(others);
+        assert_eq!(cached(others), 2);
+
+        // Without sweeps (one file at a time), the least recently used goes, as before.
+        for path in first {
+            cache.parse(path, Language::Go, &text).unwrap();
+        }
+        assert_eq!((cached(&first[..2]), cached(&first[2..])), (0, 2));
     }
 
     /// Issue 16: three 5 MB minified files kept 1.48 GB, the cache being bounded by count.
