@@ -151,6 +151,9 @@ function M.handler(err, params, ctx, config)
   end
   local previous = vim.api.nvim_get_current_win()
   local window = show(lines)
+  -- Drawn now: Neovim's own vim.ui.select (inputlist) blocks until answered, and nothing is
+  -- redrawn while it waits, so without this the person would decide without seeing the diff.
+  vim.cmd("redraw")
   -- filepuff's labels already start with "filepuff: " (e.g. "filepuff: replace in main.go").
   local what = (label or "the proposed edit"):gsub("^filepuff: ", "")
   local choice = M.ask("filepuff: apply " .. what .. "?")
