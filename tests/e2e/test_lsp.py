@@ -336,17 +336,24 @@ def test_hung_server_gets_cancel_then_restart_then_typed_timeout(tmp_path, filep
         assert [c["params"]["id"] for c in cancels][:1] == [definition["id"]]
 
 
-def test_rename_across_three_files_applies_and_builds(tmp_path):
+def rename_session(tmp_path: Path, name: str, text: str) -> tuple[Path, McpSession, dict]:
+    """The Go fixture with `greet/NAME` holding `text`, an MCP session on it, and the
+    rename_symbol arguments that rename `Hello` to `Salute`."""
     require("gopls")
     root = tmp_path / "rename"
     shutil.copytree(FIXTURES / "go", root)
-    (root / "greet" / "twice.go").write_text(
-        'package greet\n\n// Twice greets name twice.\nfunc Twice(name string) string {\n\treturn Hello(name) + " " + Hello(name)\n}\n')
+    (root / "greet" / name).write_text(text)
     os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     s = McpSession(root, tmp_path / "stderr.log").start()
+    args = {"file": "greet/greet.go", "line": line_of(root / "greet" / "greet.go", "func Hello("), "symbol": "Hello",
+            "new_name": "Salute"}
+    return root, s, args
+
+
+def test_rename_across_three_files_applies_and_builds(tmp_path):
+    root, s, args = rename_session(tmp_path, "twice.go",
+        'package greet\n\n// Twice greets name twice.\nfunc Twice(name string) string {\n\treturn Hello(name) + " " + Hello(name)\n}\n')
     try:
-        args = {"file": "greet/greet.go", "line": line_of(root / "greet" / "greet.go", "func Hello("), "symbol": "Hello",
-                "new_name": "Salute"}
         before = {p: p.read_bytes() for p in root.rglob("*.go")}
         preview = s.ok("rename_symbol", args)
         assert [(f["file"], f["edits"]) for f in preview["files"]] == [
@@ -369,17 +376,9 @@ def test_rename_reports_the_diagnostics_of_the_renamed_files(tmp_path):
     """rename_symbol with apply asks gopls for the diagnostics of every file it changes, before
     and after: errors that were there stay `pre_existing` — also one whose message names the
     renamed symbol, and so changed with it — and nothing is `introduced` or `resolved`."""
-    require("gopls")
-    root = tmp_path / "rename"
-    shutil.copytree(FIXTURES / "go", root)
-    (root / "greet" / "broken.go").write_text(
-        'package greet\n\nvar _ int = "x"\n\nvar _ = Hello(1)\n')
-    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    s = McpSession(root, tmp_path / "stderr.log").start()
+    root, s, args = rename_session(tmp_path, "broken.go", 'package greet\n\nvar _ int = "x"\n\nvar _ = Hello(1)\n')
     try:
-        args = {"file": "greet/greet.go", "line": line_of(root / "greet" / "greet.go", "func Hello("), "symbol": "Hello",
-                "new_name": "Salute", "apply": True}
-        applied = s.ok("rename_symbol", args)
+        applied = s.ok("rename_symbol", {**args, "apply": True})
     finally:
         _close_session(s)
     assert applied["applied"], applied

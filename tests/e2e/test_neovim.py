@@ -619,6 +619,16 @@ def test_agent_sees_neovims_focus_cursor_and_selection(harness, tmp_path, offere
     assert state["focus"]["selection"]["end"] == {"line": row + 1, "column": len(line) + 1}, state["focus"]
 
 
+def wait_asked(nvim, call, timeout: float = 30) -> dict:
+    """The question the plugin asks about an agent's edit (`call`, in flight), once it is asked."""
+    deadline = time.monotonic() + timeout
+    while (asked := nvim.step("asked")) is None:
+        assert not call.done(), call.result()
+        assert time.monotonic() < deadline, "Neovim never asked"
+        time.sleep(0.05)
+    return asked
+
+
 @pytest.mark.parametrize("decision", ["Accept", "Decline"])
 def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision):
     """An agent's edit_apply with confirm: true reaches Neovim as a workspace/applyEdit whose
@@ -637,11 +647,7 @@ def test_neovim_asks_the_person_about_an_agents_edit(harness, tmp_path, decision
         call = pool.submit(agent.call, "edit_apply", {
             "file": "main.go", "operation": "replace", "selector_text": 'greet.Hello("world")',
             "new_content": 'greet.Hello("person")', "confirm": True})
-        deadline = time.monotonic() + 30
-        while (asked := nvim.step("asked")) is None:
-            assert not call.done(), call.result()
-            assert time.monotonic() < deadline, "Neovim never asked"
-            time.sleep(0.05)
+        asked = wait_asked(nvim, call)
         assert asked["items"] == ["Accept", "Decline"], asked
         assert "?" in asked["prompt"]
         assert "--- a/main.go" in asked["diff"] and "+++ b/main.go" in asked["diff"], asked["diff"]
@@ -686,11 +692,7 @@ def test_a_confirmed_edit_of_a_file_neovim_has_not_opened_reports_its_diagnostic
         call = pool.submit(agent.call, "edit_apply", {
             "file": "greet/greet.go", "operation": "replace", "selector_text": 'return "hello, " + name',
             "new_content": 'return "hello, " + nam', "confirm": True})
-        deadline = time.monotonic() + 60
-        while (asked := nvim.step("asked")) is None:
-            assert not call.done(), call.result()
-            assert time.monotonic() < deadline, "Neovim never asked"
-            time.sleep(0.05)
+        wait_asked(nvim, call, timeout=60)
         time.sleep(2)  # the person reads the diff
         nvim.step("decide", choice="Accept")
         decided = time.monotonic()
