@@ -526,21 +526,22 @@ impl Editor for EditorLink {
             })
         };
         // Opened holding the edited text, or (an editor that writes such a file instead) the
-        // disk holds it.
-        let landed = |store: &crate::documents::DocumentStore| {
+        // disk holds it. The disk is read only with `read_disk`: never inside the store's wait,
+        // which holds the lock the editor's changes take to wake it.
+        let landed = |store: &crate::documents::DocumentStore, read_disk: bool| {
             unopened.iter().all(|(e, text)| match store.get(&e.id) {
                 Some(document) => document.text == text.as_str(),
-                None => std::fs::read(e.id.path()).is_ok_and(|disk| disk == text.as_bytes()),
+                None => read_disk && std::fs::read(e.id.path()).is_ok_and(|disk| disk == text.as_bytes()),
             })
         };
         let deadline = std::time::Instant::now() + EDITOR_DID_CHANGE;
-        // In slices: a write to the disk does not wake the store.
-        while !documents
-            .wait_until(UNOPENED_SLICE.min(deadline.saturating_duration_since(std::time::Instant::now())), |store| {
-                changed(store) && landed(store)
-            })
-        {
-            if std::time::Instant::now() >= deadline {
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if documents.wait_until(UNOPENED_SLICE.min(left), |store| changed(store) && landed(store, false)) {
+                break;
+            }
+            // In slices: a write to the disk does not wake the store.
+            if left.is_zero() || (changed(documents) && landed(documents, true)) {
                 break;
             }
         }
@@ -558,7 +559,7 @@ impl Editor for EditorLink {
                 )),
             });
         }
-        if !landed(documents) {
+        if !landed(documents, true) {
             // The editor says it applied them; where it put them is not known here.
             tracing::warn!(
                 "the editor applied an edit of files it did not have open, but neither a buffer it opened \
