@@ -159,6 +159,59 @@ pub(crate) fn snapshot(engine: &Engine, file: &File, text: &Rope) -> Snapshot {
     Snapshot { result }
 }
 
+/// How long the servers must have published nothing new for the files of a multi-file edit
+/// before their after-edit diagnostics are taken. A server diagnoses each file as its change
+/// arrives, and a file's diagnostics depend on the other files: after a rename across files,
+/// gopls published `undefined: Salute` for a caller it had been sent the renamed call of, before
+/// it had taken the change that renamed the function — and the corrected list a moment later,
+/// for the same version of the file. Nothing in LSP marks a version's list as final, so the
+/// list of a quiet moment is taken. Only multi-file edits wait for it.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// The longest [`SETTLE`] wait, however often the servers keep publishing for the files.
+const MAX_SETTLE: Duration = Duration::from_secs(2);
+
+/// The diagnostics of each `(file, text after the edit)` (each wait bounded as [`snapshot`]'s).
+/// For more than one file, the servers' lists are taken once they have published nothing new
+/// for any of the files for [`SETTLE`] (at most [`MAX_SETTLE`]): a file whose list changed
+/// meanwhile is read again, so no file's list is one computed before another file's change.
+pub(crate) fn snapshots_after(engine: &Engine, files: &[(File, Rope)]) -> Vec<Snapshot> {
+    // Subscribed before the first reading, so a list republished during it is seen.
+    let published = (files.len() > 1).then(|| engine.backends().subscribe_published());
+    let mut snapshots: Vec<Snapshot> = files.iter().map(|(file, text)| snapshot(engine, file, text)).collect();
+    let Some(mut published) = published else { return snapshots };
+    let index: std::collections::HashMap<url::Url, usize> =
+        files.iter().enumerate().map(|(i, (file, _))| (file.id.uri(), i)).collect();
+    let mut changed = vec![false; files.len()];
+    engine.backends().block_on(async {
+        use tokio::sync::broadcast::error::RecvError;
+        let started = tokio::time::Instant::now();
+        let mut last = started;
+        loop {
+            let until = (last + SETTLE).min(started + MAX_SETTLE);
+            match tokio::time::timeout_at(until, published.recv()).await {
+                Err(_) | Ok(Err(RecvError::Closed)) => break,
+                Ok(Ok(uri)) => {
+                    if let Some(&i) = index.get(&uri) {
+                        changed[i] = true;
+                        last = tokio::time::Instant::now();
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => {
+                    changed.fill(true);
+                    last = tokio::time::Instant::now();
+                }
+            }
+        }
+    });
+    for (i, (file, text)) in files.iter().enumerate() {
+        if changed[i] {
+            snapshots[i] = snapshot(engine, file, text);
+        }
+    }
+    snapshots
+}
+
 /// Compares the snapshots of each file before and after the edit (pairs in file order), keeps
 /// the lists within a share of the output budget, and says how it went. `renamed` (old name,
 /// new name) is a rename's: a message from before it that names the old identifier is taken as

@@ -217,19 +217,19 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                 }
                 if !watched.is_empty() {
                     let started = std::time::Instant::now();
-                    let pairs = watched
+                    let renamed: Vec<(edit_diagnostics::File, Rope)> = watched
                         .iter()
                         .zip(new_texts)
-                        .zip(before)
-                        .map(|((file, new), before)| {
+                        .map(|(file, new)| {
                             // An open document holds what the editor applied.
                             let text = match engine.documents().get(&file.id) {
                                 Some(document) => document.text,
                                 None => Rope::from_str(&new),
                             };
-                            (before, edit_diagnostics::snapshot(engine, file, &text))
+                            (file.clone(), text)
                         })
                         .collect();
+                    let pairs = before.into_iter().zip(edit_diagnostics::snapshots_after(engine, &renamed)).collect();
                     diagnostics = Some(edit_diagnostics::compare(
                         engine,
                         pairs,
@@ -422,4 +422,98 @@ pub(super) fn byte_edits(rope: &Rope, edits: &[TextEdit], encoding: Encoding) ->
             ByteEdit { range: start..end.max(start), text: edit.new_text.clone() }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::fake_lsp::{FakeServer, Reply, Script};
+    use crate::workspace::Workspace;
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A rename across two files, with a server that diagnoses each file as its change arrives
+    /// (as gopls does): the caller `a.go` is diagnosed `undefined: Salute` before the server has
+    /// `b.go`'s change that renames the function, then again, corrected, once it has. The
+    /// rename reports the corrected list: nothing introduced. Taken at the first publish for
+    /// the new version, it reported the stale error as introduced.
+    #[test]
+    fn a_rename_across_files_reports_the_lists_of_a_quiet_moment() {
+        let script = Script::new(json!({"renameProvider": true})).on("textDocument/rename", |_, params| {
+            let b = params["textDocument"]["uri"].as_str().unwrap().to_owned();
+            let a = b.replace("/b.go", "/a.go");
+            let range = |line: u32, start: u32| {
+                json!({"start": {"line": line, "character": start}, "end": {"line": line, "character": start + 5}})
+            };
+            Reply::Result(json!({"changes": {
+                a: [{"range": range(2, 14), "newText": "Salute"}],
+                b: [{"range": range(2, 5), "newText": "Salute"}],
+            }}))
+        });
+        let fake = FakeServer::register(script);
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
+            fake.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
+        std::fs::write(dir.path().join("a.go"), "package main\n\nfunc main() { Hello() }\n").unwrap();
+        std::fs::write(dir.path().join("b.go"), "package main\n\nfunc Hello() {}\n").unwrap();
+        let engine = Arc::new(Engine::new(Workspace::open(dir.path()).unwrap()));
+        let uri = |name: &str| engine.workspace().resolve(name).unwrap().id().uri().to_string();
+        let (a, b) = (uri("a.go"), uri("b.go"));
+        let renaming = {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let position =
+                    PositionParams { file: "b.go".to_owned(), line: 3, column: Some(6), symbol: Some("Hello".into()) };
+                let params = RenameSymbolParams {
+                    position,
+                    new_name: "Salute".to_owned(),
+                    apply: true,
+                    confirm: false,
+                    diagnostics: Some(true),
+                };
+                rename_symbol(&engine, params)
+            })
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let server = fake.instance(0).await;
+            let version_of = |uri: &str, above: i64| {
+                let uri = uri.to_owned();
+                move |log: &crate::tests::fake_lsp::Log| {
+                    log.documents.get(&uri).map(|d| d.version).filter(|version| *version > above)
+                }
+            };
+            let publish = |uri: &str, version: i64, diagnostics: Value| {
+                server.notify(
+                    "textDocument/publishDiagnostics",
+                    json!({"uri": uri, "version": version, "diagnostics": diagnostics}),
+                );
+            };
+            // Before the rename: both files clean.
+            for uri in [&a, &b] {
+                let version = server.wait_for("the file before the rename", version_of(uri, 0)).await;
+                publish(uri, version, json!([]));
+            }
+            let a_after = server.wait_for("a.go renamed", version_of(&a, 1)).await;
+            let undefined = json!([{
+                "range": {"start": {"line": 2, "character": 14}, "end": {"line": 2, "character": 20}},
+                "severity": 1, "source": "compiler", "message": "undefined: Salute"
+            }]);
+            publish(&a, a_after, undefined);
+            let b_after = server.wait_for("b.go renamed", version_of(&b, 1)).await;
+            publish(&b, b_after, json!([]));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            publish(&a, a_after, json!([]));
+        });
+        let output = renaming.join().unwrap().unwrap();
+        assert!(output.applied, "{output:?}");
+        let diagnostics = output.diagnostics.unwrap();
+        assert_eq!((diagnostics.status.as_str(), diagnostics.files_checked), ("complete", 2), "{diagnostics:?}");
+        assert!(diagnostics.introduced.is_empty(), "{diagnostics:?}");
+        engine.backends().stop_all();
+    }
 }

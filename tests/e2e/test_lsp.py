@@ -361,6 +361,11 @@ def test_rename_across_three_files_applies_and_builds(tmp_path):
         assert not preview["applied"] and {p: p.read_bytes() for p in root.rglob("*.go")} == before
         applied = s.ok("rename_symbol", {**args, "apply": True})
         assert applied["applied"] and [f["written_to"] for f in applied["files"]] == ["disk"] * 3
+        # The callers' lists are taken once gopls has every file's change (a caller diagnosed
+        # before the renamed function's file arrived would read `undefined: Salute`).
+        diagnostics = applied["diagnostics"]
+        assert diagnostics["status"] == "complete" and diagnostics["files_checked"] == 3, diagnostics
+        assert diagnostics["introduced"] == [] and diagnostics["resolved"] == 0, diagnostics
     finally:
         _close_session(s)
     for rel in ["greet/greet.go", "greet/twice.go", "main.go"]:
@@ -375,9 +380,8 @@ def test_rename_across_three_files_applies_and_builds(tmp_path):
 def test_rename_reports_the_diagnostics_of_the_renamed_files(tmp_path):
     """rename_symbol with apply asks gopls for the diagnostics of the file it changes, before and
     after: errors that were there stay `pre_existing` — also one whose message names the renamed
-    symbol, and so changed with it — and nothing is `introduced` or `resolved`. (One file: the
-    "after" diagnostics of a rename across files can be computed by a server that has not yet
-    taken every file's change; see the closing note of the session that wrote this.)"""
+    symbol, and so changed with it — and nothing is `introduced` or `resolved`. (A rename
+    across files: the test above.)"""
     root, s, args = rename_session(
         tmp_path, "broken.go", 'package greet\n\nvar _ int = "x"\n\nfunc wave(n string) string { return n }\n\nvar _ = wave(1)\n')
     broken = root / "greet" / "broken.go"
