@@ -188,7 +188,7 @@ pub struct LspClient {
     /// The number of the next [`LspClient::work_done`] token.
     next_token: std::sync::atomic::AtomicU64,
     /// Watches the project root for changes on disk (see [`LspClient::disk_changed`]).
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    watcher: Mutex<Option<Arc<parking_lot::Mutex<notify::RecommendedWatcher>>>>,
 }
 
 impl std::fmt::Debug for LspClient {
@@ -753,7 +753,7 @@ impl LspClient {
     }
 
     /// Keeps `watcher` alive as long as this client.
-    pub fn set_watcher(&self, watcher: notify::RecommendedWatcher) {
+    pub fn set_watcher(&self, watcher: Arc<parking_lot::Mutex<notify::RecommendedWatcher>>) {
         *self.watcher.lock() = Some(watcher);
     }
 

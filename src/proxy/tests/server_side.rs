@@ -81,6 +81,51 @@ async fn registrations_are_forwarded_scoped_and_file_watching_is_kept_by_filepuf
     assert_eq!(changes.pointer("/changes/0/type"), Some(&json!(1)), "created: {changes}");
 }
 
+/// Directories are watched one by one: a directory made after the start is watched once its
+/// creation is seen (a file written into it before that is reported created), and nothing
+/// inside an installed package (`node_modules/*`) is watched.
+#[tokio::test]
+async fn new_directories_are_watched_and_packages_are_not() {
+    let fake = FakeServer::register(Script::new(json!({})));
+    let servers = [Server { name: "fake", fake: &fake, encoding: None }];
+    let package = "node_modules/lib/inner";
+    let editor = Editor::start(&[("main.go", MAIN)], &servers, &["utf-16"]).await;
+    let root = editor.dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join(package)).expect("a package");
+    let server = fake.instance(0).await;
+    let registrations = json!({ "registrations": [{ "id": "w", "method": "workspace/didChangeWatchedFiles",
+        "registerOptions": { "watchers": [{ "globPattern": "**/*.go" }] } }] });
+    // Kept by filepuff: answered without the editor.
+    let answer = server.request("client/registerCapability", registrations).await;
+    assert_eq!(answer.expect("an answer"), Value::Null);
+    let sent = |name: &'static str| {
+        move |log: &crate::tests::fake_lsp::Log| {
+            log.notifications("workspace/didChangeWatchedFiles").into_iter().find(|p| p.to_string().contains(name))
+        }
+    };
+
+    // A new directory and, straight away, a file in it (likely before its watch exists).
+    std::fs::create_dir_all(root.join("pkg/sub")).expect("new directories");
+    std::fs::write(root.join("pkg/sub/first.go"), "package sub\n").expect("a file");
+    let created = server.wait_for("pkg/sub/first.go", sent("first.go")).await;
+    assert!(created.to_string().contains("\"type\":1"), "created: {created}");
+    // Then one written once the watch is there.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    std::fs::write(root.join("pkg/sub/second.go"), "package sub\n").expect("a file");
+    server.wait_for("pkg/sub/second.go", sent("second.go")).await;
+
+    // Inside a package: not watched. A later change elsewhere marks the point by which it
+    // would have been sent.
+    std::fs::create_dir_all(root.join("node_modules/lib/inner/deeper")).expect("a package directory");
+    std::fs::write(root.join(package).join("hidden.go"), "package inner\n").expect("a package file");
+    std::fs::write(root.join("node_modules/lib/inner/deeper/hidden2.go"), "package deeper\n").expect("a file");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    std::fs::write(root.join("later.go"), "package main\n").expect("a file");
+    server.wait_for("later.go", sent("later.go")).await;
+    let all = server.log().notifications("workspace/didChangeWatchedFiles");
+    assert!(all.iter().all(|p| !p.to_string().contains("hidden")), "{all:?}");
+}
+
 #[tokio::test]
 async fn a_frame_over_the_limit_stops_the_server_and_it_is_restarted() {
     let fake = FakeServer::register(Script::new(json!({})));
