@@ -334,6 +334,23 @@ impl Drop for FakeServer {
     }
 }
 
+impl FakeServer {
+    /// A temporary workspace whose Go files (`files`: relative path, text) are served by this
+    /// fake alone (`[servers.fake]`, the only server of `[languages.go]`).
+    pub fn go_workspace(&self, files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let config = format!(
+            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
+            self.program()
+        );
+        std::fs::write(dir.path().join("filepuff.toml"), config).expect("filepuff.toml");
+        for (path, text) in files {
+            std::fs::write(dir.path().join(path), text).expect("a workspace file");
+        }
+        dir
+    }
+}
+
 /// Whether `command` is a registered fake server's program.
 pub fn is_registered(command: &str) -> bool {
     registry().lock().contains_key(command)

@@ -1230,13 +1230,7 @@ mod tests {
     /// A workspace whose Go files `fake` serves, holding `main.go`:
     /// `package main\n\nfunc main() { main() }\n`.
     fn fake_go_workspace(fake: &crate::tests::fake_lsp::FakeServer) -> (tempfile::TempDir, Engine) {
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
-            fake.program()
-        );
-        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
-        std::fs::write(dir.path().join("main.go"), "package main\n\nfunc main() { main() }\n").unwrap();
+        let dir = fake.go_workspace(&[("main.go", "package main\n\nfunc main() { main() }\n")]);
         let engine = Engine::new(Workspace::open(dir.path()).unwrap());
         (dir, engine)
     }

@@ -452,14 +452,10 @@ mod tests {
             }}))
         });
         let fake = FakeServer::register(script);
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "[servers.fake]\ncommand = [{:?}]\nlanguages = [\"go\"]\n[languages.go]\nservers = [\"fake\"]\n",
-            fake.program()
-        );
-        std::fs::write(dir.path().join("filepuff.toml"), config).unwrap();
-        std::fs::write(dir.path().join("a.go"), "package main\n\nfunc main() { Hello() }\n").unwrap();
-        std::fs::write(dir.path().join("b.go"), "package main\n\nfunc Hello() {}\n").unwrap();
+        let dir = fake.go_workspace(&[
+            ("a.go", "package main\n\nfunc main() { Hello() }\n"),
+            ("b.go", "package main\n\nfunc Hello() {}\n"),
+        ]);
         let engine = Arc::new(Engine::new(Workspace::open(dir.path()).unwrap()));
         let uri = |name: &str| engine.workspace().resolve(name).unwrap().id().uri().to_string();
         let (a, b) = (uri("a.go"), uri("b.go"));
