@@ -96,10 +96,10 @@ struct Shared {
     file_status: HashMap<String, String>,
     /// Latest `publishDiagnostics` per document, with the version it was published for.
     diagnostics: HashMap<Url, (Option<i32>, Vec<Diagnostic>, Instant)>,
-    /// The server has published diagnostics with a document version: it versions its lists,
-    /// and an unversioned list from it (basedpyright sends one after
-    /// `didChangeWatchedFiles`) is not known to be for the synced text.
-    publishes_versions: bool,
+    /// When the server last published a list with a document version, per document: after
+    /// one for the synced text, an unversioned list (basedpyright sends one after
+    /// `didChangeWatchedFiles`) is not known to be for that text.
+    versioned_at: HashMap<Url, Instant>,
     /// `workspace/configuration` answers by section.
     settings: Value,
     folders: Vec<WorkspaceFolder>,
@@ -672,8 +672,9 @@ impl LspClient {
     /// The server's diagnostics for the text last synced for `uri` — never older ones.
     ///
     /// Uses `textDocument/diagnostic` (pull, LSP 3.17) when the server offers it; otherwise
-    /// waits for a `publishDiagnostics` for the synced version (or, from servers that publish
-    /// without versions, one published after the sync and followed by 300 ms of quiet). Returns
+    /// waits for a `publishDiagnostics` for the synced version (or, without a version, one
+    /// published after the sync and followed by 300 ms of quiet, when no versioned one for the
+    /// document came since the sync). Returns
     /// the diagnostics and whether they are known to be for the current text (false after
     /// `limit`: the latest published ones are returned, possibly older).
     pub async fn diagnostics(&self, uri: &Url, limit: Duration) -> Result<(Vec<Diagnostic>, bool), BackendError> {
@@ -709,7 +710,15 @@ impl LspClient {
                     // starts at version 1 again, and the old version 1's list is not for this text.
                     let current = match published {
                         Some(published) => *published == version && *at >= sent,
-                        None => !shared.publishes_versions && *at >= sent && at.elapsed() >= Duration::from_millis(300),
+                        // No version: current once it has stood for 300 ms after this version
+                        // was sent, unless a versioned list for the document came since (gopls's
+                        // first list for a file the editor opened carries no version, and it
+                        // does not publish an unchanged list again).
+                        None => {
+                            *at >= sent
+                                && at.elapsed() >= Duration::from_millis(300)
+                                && shared.versioned_at.get(uri).is_none_or(|versioned| *versioned < sent)
+                        }
                     };
                     current.then(|| diagnostics.clone())
                 })

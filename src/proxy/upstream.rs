@@ -508,29 +508,29 @@ impl Editor for EditorLink {
             return Ok(EditorAnswer::Refused { reason });
         }
         // The editor's didChange for each open document brings the text here; wait for them
-        // (the store wakes us on each change) so the agent's next read sees its edit. A file the
+        // (the store wakes us on each change) so the agent's next read, and the diagnostics
+        // asked about the edit, see the whole edit: Neovim sends the edits of one buffer in
+        // several didChanges (the first at once, the rest after its 150 ms debounce). A file the
         // editor did not have open, it opens to apply the edit (Neovim and VS Code load it into
-        // a buffer, unsaved): wait for that buffer to hold the edited text too, so that the
-        // agent's next read and the diagnostics asked about the edit are the buffer's, and not
-        // the disk's the editor left as it was.
+        // a buffer, unsaved): wait for that buffer to hold the edited text too, and not the
+        // disk's the editor left as it was.
         let documents = session.engine.documents();
-        let unopened: Vec<(&BufferEdit, String)> = edits
-            .iter()
-            .filter(|e| e.version.is_none())
-            .filter_map(|e| Some((e, crate::documents::apply_edits(&e.before, &e.edits).ok()?)))
-            .collect();
+        let edited: Vec<(&BufferEdit, String)> =
+            edits.iter().filter_map(|e| Some((e, crate::documents::apply_edits(&e.before, &e.edits).ok()?))).collect();
         let changed = |store: &crate::documents::DocumentStore| {
             edits.iter().all(|e| match e.version {
                 Some(version) => store.get(&e.id).is_none_or(|d| d.version != version),
                 None => true,
             })
         };
-        // Opened holding the edited text, or (an editor that writes such a file instead) the
-        // disk holds it. The disk is read only with `read_disk`: never inside the store's wait,
-        // which holds the lock the editor's changes take to wake it.
+        // Each buffer holds the edited text (one closed since is not waited for); a file that
+        // was not open may instead be on disk with it (an editor that writes such a file). The
+        // disk is read only with `read_disk`: never inside the store's wait, which holds the
+        // lock the editor's changes take to wake it.
         let landed = |store: &crate::documents::DocumentStore, read_disk: bool| {
-            unopened.iter().all(|(e, text)| match store.get(&e.id) {
+            edited.iter().all(|(e, text)| match store.get(&e.id) {
                 Some(document) => document.text == text.as_str(),
+                None if e.version.is_some() => true,
                 None => read_disk && std::fs::read(e.id.path()).is_ok_and(|disk| disk == text.as_bytes()),
             })
         };
@@ -562,8 +562,8 @@ impl Editor for EditorLink {
         if !landed(documents, true) {
             // The editor says it applied them; where it put them is not known here.
             tracing::warn!(
-                "the editor applied an edit of files it did not have open, but neither a buffer it opened \
-                 nor the disk holds the edited text after {} s",
+                "the editor applied an edit, but its buffers (or the disk, for a file it did not have open) \
+                 do not hold the edited text after {} s: changed since, or placed elsewhere",
                 EDITOR_DID_CHANGE.as_secs()
             );
         }

@@ -168,14 +168,27 @@ pub(crate) fn snapshot(engine: &Engine, file: &File, text: &Rope) -> Snapshot {
 /// list of a quiet moment is taken. Only multi-file edits wait for it.
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// The longest [`SETTLE`] wait, however often the servers keep publishing for the files.
-const MAX_SETTLE: Duration = Duration::from_secs(2);
+/// The quiet wait while some file's list still has diagnostics the edit would have introduced:
+/// gopls diagnoses the files of the changed package at once but the packages that depend on it
+/// only after its `diagnosticsDelay` (1 s by default), so a caller in another package keeps
+/// an error from before the callee's change for about a second.
+const SUSPECT_SETTLE: Duration = Duration::from_millis(1_500);
 
-/// The diagnostics of each `(file, text after the edit)` (each wait bounded as [`snapshot`]'s).
-/// For more than one file, the servers' lists are taken once they have published nothing new
-/// for any of the files for [`SETTLE`] (at most [`MAX_SETTLE`]): a file whose list changed
-/// meanwhile is read again, so no file's list is one computed before another file's change.
-pub(crate) fn snapshots_after(engine: &Engine, files: &[(File, Rope)]) -> Vec<Snapshot> {
+/// The longest settling wait, however often the servers keep publishing for the files.
+const MAX_SETTLE: Duration = Duration::from_secs(3);
+
+/// The diagnostics of each `(file, text after the edit)` (each wait bounded as [`snapshot`]'s),
+/// to be compared with `before` (the same files, in order; `renamed` as [`compare`] takes it).
+/// For more than one file, the lists are taken once the servers have published nothing new for
+/// any of the files for [`SETTLE`] — [`SUSPECT_SETTLE`] while a list would report an introduced
+/// diagnostic — at most [`MAX_SETTLE`]: a file whose list changed meanwhile is read again, so
+/// no file's list is one computed before another file's change reached the server.
+pub(crate) fn snapshots_after(
+    engine: &Engine,
+    files: &[(File, Rope)],
+    before: &[Snapshot],
+    renamed: Option<(&str, &str)>,
+) -> Vec<Snapshot> {
     // Subscribed before the first reading, so a list republished during it is seen.
     let published = (files.len() > 1).then(|| engine.backends().subscribe_published());
     let mut snapshots: Vec<Snapshot> = files.iter().map(|(file, text)| snapshot(engine, file, text)).collect();
@@ -183,33 +196,44 @@ pub(crate) fn snapshots_after(engine: &Engine, files: &[(File, Rope)]) -> Vec<Sn
     let index: std::collections::HashMap<url::Url, usize> =
         files.iter().enumerate().map(|(i, (file, _))| (file.id.uri(), i)).collect();
     let mut changed = vec![false; files.len()];
-    engine.backends().block_on(async {
-        use tokio::sync::broadcast::error::RecvError;
-        let started = tokio::time::Instant::now();
-        let mut last = started;
-        loop {
-            let until = (last + SETTLE).min(started + MAX_SETTLE);
-            match tokio::time::timeout_at(until, published.recv()).await {
-                Err(_) | Ok(Err(RecvError::Closed)) => break,
-                Ok(Ok(uri)) => {
-                    if let Some(&i) = index.get(&uri) {
-                        changed[i] = true;
-                        last = tokio::time::Instant::now();
-                    }
-                }
-                Ok(Err(RecvError::Lagged(_))) => {
-                    changed.fill(true);
-                    last = tokio::time::Instant::now();
-                }
+    let started = std::time::Instant::now();
+    let mut last = started;
+    loop {
+        for (i, (file, text)) in files.iter().enumerate() {
+            if std::mem::take(&mut changed[i]) {
+                // A document open in the editor is asked about as the editor holds it now.
+                let text = engine.documents().get(&file.id).map_or_else(|| text.clone(), |document| document.text);
+                snapshots[i] = snapshot(engine, file, &text);
             }
         }
-    });
-    for (i, (file, text)) in files.iter().enumerate() {
-        if changed[i] {
-            snapshots[i] = snapshot(engine, file, text);
+        let suspect = before.iter().zip(&snapshots).any(|(before, after)| introduces(before, after, renamed));
+        let until = (last + if suspect { SUSPECT_SETTLE } else { SETTLE }).min(started + MAX_SETTLE);
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let received = engine.backends().block_on(async { tokio::time::timeout(left, published.recv()).await });
+        use tokio::sync::broadcast::error::RecvError;
+        match received {
+            Err(_) | Ok(Err(RecvError::Closed)) => break,
+            Ok(Ok(uri)) => {
+                if let Some(&i) = index.get(&uri) {
+                    changed[i] = true;
+                    last = std::time::Instant::now();
+                }
+            }
+            Ok(Err(RecvError::Lagged(_))) => {
+                changed.fill(true);
+                last = std::time::Instant::now();
+            }
         }
     }
     snapshots
+}
+
+/// Whether `after` holds a diagnostic `before` did not (see [`split`]).
+fn introduces(before: &Snapshot, after: &Snapshot, renamed: Option<(&str, &str)>) -> bool {
+    match (&before.result, &after.result) {
+        (Ok(before), Ok(after)) => !split(before.diagnostics.clone(), after.diagnostics.clone(), renamed).0.is_empty(),
+        _ => false,
+    }
 }
 
 /// Compares the snapshots of each file before and after the edit (pairs in file order), keeps

@@ -1318,6 +1318,46 @@ mod tests {
         engine.backends().stop_all();
     }
 
+    /// A question about an older text of a document the editor has open (read before the
+    /// editor's latest change arrived) is answered about the editor's text: the server's copy
+    /// is left as the editor's changes made it. Sending the older text put it at the server
+    /// under the version the editor's next change then carried, and that change was dropped:
+    /// the server's copy stayed wrong (seen with Neovim after a rename).
+    #[test]
+    fn a_question_about_an_older_text_leaves_the_editors_document_alone() {
+        use crate::documents::TextChange;
+        use crate::documents::position::{Encoding, Position};
+        use crate::tests::fake_lsp::{FakeServer, Script};
+        let fake = FakeServer::register(Script::new(serde_json::json!({})));
+        let (_dir, engine) = fake_go_workspace(&fake);
+        let id = engine.workspace().resolve("main.go").unwrap().id();
+        let first = "package main\n\nfunc main() { main() }\n";
+        engine.open_document(id.clone(), "go".to_owned(), 1, first);
+        let short = Duration::from_millis(100);
+        // Starts the server, which opens the editor's document.
+        let _ = file_diagnostics_within(&engine, &id, Language::Go, &Rope::from_str(first), short);
+        let at = |line, character| Position { line, character };
+        let change = |version: i32, from: (u32, u32), to: (u32, u32), text: &str| {
+            let change = TextChange { range: Some((at(from.0, from.1), at(to.0, to.1))), text: text.to_owned() };
+            engine.change_document(&id, version, Encoding::Utf16, &[change]).unwrap();
+        };
+        change(2, (2, 14), (2, 18), "run");
+        // Asked about the text of version 1 after version 2 arrived.
+        let _ = file_diagnostics_within(&engine, &id, Language::Go, &Rope::from_str(first), short);
+        change(3, (2, 5), (2, 9), "start");
+        let expected = "package main\n\nfunc start() { run() }\n";
+        assert_eq!(engine.documents().get(&id).unwrap().text.to_string(), expected);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let server = runtime.block_on(fake.instance(0));
+        let uri = id.uri().to_string();
+        let held = runtime
+            .block_on(server.wait_for("version 3", |log| {
+                log.documents.get(&uri).filter(|document| document.version == 3).cloned()
+            }));
+        assert_eq!(held.text, expected);
+        engine.backends().stop_all();
+    }
+
     /// Two servers of one language (a type checker and a linter) are asked for a file's
     /// diagnostics at once: each gets the document before either has reported. Asked one after
     /// the other, the first would wait for its report while the second had not been sent the

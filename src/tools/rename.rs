@@ -229,7 +229,13 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                             (file.clone(), text)
                         })
                         .collect();
-                    let pairs = before.into_iter().zip(edit_diagnostics::snapshots_after(engine, &renamed)).collect();
+                    let after = edit_diagnostics::snapshots_after(
+                        engine,
+                        &renamed,
+                        &before,
+                        Some((&old_name, &params.new_name)),
+                    );
+                    let pairs = before.into_iter().zip(after).collect();
                     diagnostics = Some(edit_diagnostics::compare(
                         engine,
                         pairs,

@@ -710,6 +710,46 @@ def test_a_confirmed_edit_of_a_file_neovim_has_not_opened_reports_its_diagnostic
     assert diagnostics["waited_ms"] <= total_ms - 2000, ("the person's time is not the server's", diagnostics, total_ms)
 
 
+def test_an_agents_rename_neovim_applies_in_pieces_is_diagnosed_whole_and_gopls_keeps_neovims_text(harness, tmp_path):
+    """An agent renames `Hello` across three files while Neovim shows main.go, which holds two of
+    the calls: Neovim sends that buffer's two edits as two didChanges (the second after its
+    150 ms debounce). The result's diagnostics are about the whole edit — nothing introduced, two
+    pre-existing errors in greet/broken.go — and come at once: not after waiting out
+    `edit_diagnostics_timeout_ms` for main.go, whose only list from gopls (published as Neovim
+    opened it) has no version. Renamed back, the same; and gopls's copy of main.go stays
+    Neovim's: no `undefined` error shows in Neovim afterwards."""
+    root = copy_fixture(tmp_path / "ws")
+    (root / "greet" / "broken.go").write_text('package greet\n\nvar _ int = "x"\n\nvar _ = Hello(1)\n')
+    nvim = harness.neovim(cwd=root)
+    nvim.step("edit", path=str(root / "main.go"))
+    agent = harness.agent(root)
+    greet = root / "greet" / "greet.go"
+    line = next(i for i, text in enumerate(greet.read_text().splitlines(), 1) if "func Hello(" in text)
+    for old, new in [("Hello", "Salute"), ("Salute", "Hello")]:
+        started = time.monotonic()
+        result = agent.call("rename_symbol", {"file": "greet/greet.go", "line": line, "symbol": old,
+                                              "new_name": new, "apply": True})
+        took = time.monotonic() - started
+        assert not result.is_error, result.content
+        structured = result.structured_content or {}
+        assert structured["applied"], structured
+        assert {f["file"]: f["written_to"] for f in structured["files"]}["main.go"] == "editor", structured
+        diagnostics = structured["diagnostics"]
+        assert diagnostics["status"] == "complete" and diagnostics["files_checked"] == 3, json.dumps(diagnostics)
+        assert diagnostics["introduced"] == [] and diagnostics["resolved"] == 0, json.dumps(diagnostics)
+        assert len(diagnostics["pre_existing"]) == 2, json.dumps(diagnostics)
+        assert took < 8, f"{old} -> {new} took {took:.1f} s: {diagnostics}"
+        text = nvim.step("buffer")["text"]
+        assert f"greet.{new}(" in text and f"greet.{old}(" not in text, text
+    # gopls holds Neovim's text: a change typed now is diagnosed on it, with nothing stale.
+    nvim.step("set_lines", first=0, last=0, lines=["// renamed twice"])
+    time.sleep(2)  # gopls diagnoses the change
+    deadline = time.monotonic() + 20
+    while (shown := nvim.step("diagnostics")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert shown == [], shown
+
+
 # ---- :checkhealth filepuff ----------------------------------------------------------------------
 
 

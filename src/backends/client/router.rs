@@ -221,9 +221,11 @@ pub(super) fn server_router(
                 );
                 let uri = params.uri.clone();
                 let mut shared = lock(state);
-                shared.publishes_versions |= params.version.is_some();
-                let previous =
-                    shared.diagnostics.insert(params.uri, (params.version, params.diagnostics.clone(), Instant::now()));
+                let now = Instant::now();
+                if params.version.is_some() {
+                    shared.versioned_at.insert(params.uri.clone(), now);
+                }
+                let previous = shared.diagnostics.insert(params.uri, (params.version, params.diagnostics.clone(), now));
                 drop(shared);
                 if let Some(published) = &published
                     && previous.is_none_or(|(_, before, _)| before != params.diagnostics)

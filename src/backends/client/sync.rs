@@ -228,7 +228,9 @@ impl LspClient {
 
     /// Makes the server see `text` as the content of `uri`: `didOpen` the first time, then an
     /// incremental `didChange` (one range: the span between the common prefix and suffix of the
-    /// old and new text, in this server's encoding) whenever the text differs.
+    /// old and new text, in this server's encoding) whenever the text differs. A document the
+    /// editor has open is left as the editor's changes made it: the server is asked about the
+    /// editor's text.
     pub async fn sync(&self, uri: &Url, language_id: &str, text: &Rope) -> Result<(), BackendError> {
         let mut synced = self.synced();
         let crashed =
@@ -249,6 +251,17 @@ impl LspClient {
                     })
                     .map_err(crashed)?;
                 synced.insert(uri.clone(), Synced { version: 1, text: text.clone(), sent, used: sent, pinned: false });
+            }
+            Some(doc) if doc.pinned => {
+                // The editor's buffer is the truth of a document it has open: a question asked
+                // about another text of it (read before the editor's latest change arrived) is
+                // answered about the editor's text. Sending ours would put an older text at the
+                // server under a version the editor's next change then reuses, and that change
+                // would be dropped (`change_editor_document`), leaving the server's copy wrong.
+                if doc.text != *text {
+                    tracing::debug!(%uri, version = doc.version, "the editor's text, not the question's, stays at the server");
+                }
+                doc.used = Instant::now();
             }
             Some(doc) if doc.text != *text => {
                 let change = incremental_change(&doc.text, text, self.encoding);
