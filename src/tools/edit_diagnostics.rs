@@ -177,8 +177,9 @@ const SUSPECT_SETTLE: Duration = Duration::from_millis(1_500);
 /// The longest settling wait, however often the servers keep publishing for the files.
 const MAX_SETTLE: Duration = Duration::from_secs(3);
 
-/// The diagnostics of each `(file, text after the edit)` (each wait bounded as [`snapshot`]'s),
-/// to be compared with `before` (the same files, in order; `renamed` as [`compare`] takes it).
+/// The diagnostics of each `(file, text after the edit)` (for a document open in the editor, of
+/// its buffer as it is at each reading; each wait bounded as [`snapshot`]'s), to be compared
+/// with `before` (the same files, in order; `renamed` as [`compare`] takes it).
 /// For more than one file, the lists are taken once the servers have published nothing new for
 /// any of the files for [`SETTLE`] — [`SUSPECT_SETTLE`] while a list would report an introduced
 /// diagnostic — at most [`MAX_SETTLE`]: a file whose list changed meanwhile is read again, so
@@ -189,9 +190,14 @@ pub(crate) fn snapshots_after(
     before: &[Snapshot],
     renamed: Option<(&str, &str)>,
 ) -> Vec<Snapshot> {
+    // A document open in the editor is asked about as the editor holds it at each reading.
+    let read = |file: &File, text: &Rope| {
+        let text = engine.documents().get(&file.id).map_or_else(|| text.clone(), |document| document.text);
+        snapshot(engine, file, &text)
+    };
     // Subscribed before the first reading, so a list republished during it is seen.
     let published = (files.len() > 1).then(|| engine.backends().subscribe_published());
-    let mut snapshots: Vec<Snapshot> = files.iter().map(|(file, text)| snapshot(engine, file, text)).collect();
+    let mut snapshots: Vec<Snapshot> = files.iter().map(|(file, text)| read(file, text)).collect();
     let Some(mut published) = published else { return snapshots };
     let index: std::collections::HashMap<url::Url, usize> =
         files.iter().enumerate().map(|(i, (file, _))| (file.id.uri(), i)).collect();
@@ -201,9 +207,7 @@ pub(crate) fn snapshots_after(
     loop {
         for (i, (file, text)) in files.iter().enumerate() {
             if std::mem::take(&mut changed[i]) {
-                // A document open in the editor is asked about as the editor holds it now.
-                let text = engine.documents().get(&file.id).map_or_else(|| text.clone(), |document| document.text);
-                snapshots[i] = snapshot(engine, file, &text);
+                snapshots[i] = read(file, text);
             }
         }
         let suspect = before.iter().zip(&snapshots).any(|(before, after)| introduces(before, after, renamed));

@@ -217,18 +217,9 @@ pub fn rename_symbol(engine: &Engine, params: RenameSymbolParams) -> Result<Rena
                 }
                 if !watched.is_empty() {
                     let started = std::time::Instant::now();
-                    let renamed: Vec<(edit_diagnostics::File, Rope)> = watched
-                        .iter()
-                        .zip(new_texts)
-                        .map(|(file, new)| {
-                            // An open document holds what the editor applied.
-                            let text = match engine.documents().get(&file.id) {
-                                Some(document) => document.text,
-                                None => Rope::from_str(&new),
-                            };
-                            (file.clone(), text)
-                        })
-                        .collect();
+                    // An open document holds what the editor applied (read by `snapshots_after`).
+                    let renamed: Vec<(edit_diagnostics::File, Rope)> =
+                        watched.iter().cloned().zip(new_texts.iter().map(|new| Rope::from_str(new))).collect();
                     let after = edit_diagnostics::snapshots_after(
                         engine,
                         &renamed,
