@@ -536,27 +536,26 @@ impl LspClient {
 
     /// Sends any request as it is (`method`, JSON `params`) and returns its pending answer
     /// with the id it was sent under, for [`LspClient::cancel`]. The request is queued before
-    /// this returns, so it reaches the server after every notification sent before it.
-    pub fn forward(&self, method: &str, params: Value) -> Result<(i32, Answer<Value>), BackendError> {
+    /// this returns, so it reaches the server after every notification sent before it. A
+    /// server that is gone makes the answer an error.
+    pub fn forward(&self, method: &str, params: Value) -> (i32, Answer<Value>) {
         use tower::Service;
         *self.last_used.lock() = Instant::now();
-        let request: async_lsp::AnyRequest =
-            serde_json::from_value(serde_json::json!({ "id": 0, "method": method, "params": params }))
-                .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })?;
+        let request = super::transport::any_request(method, params);
         let mut next = self.next_id.lock();
         let id = *next;
         *next += 1;
         let mut socket = self.server.clone();
         let in_flight = InFlight::new(&self.shared);
         let answer = socket.call(request);
-        Ok((
+        (
             id,
             Box::pin(async move {
                 let answer = answer.await;
                 drop(in_flight);
                 answer
             }),
-        ))
+        )
     }
 
     /// Tells the server to drop request `id` (`$/cancelRequest`).
@@ -569,9 +568,7 @@ impl LspClient {
     /// Sends any notification as it is.
     pub fn notify_any(&self, method: &str, params: Value) -> Result<(), BackendError> {
         use async_lsp::LspService;
-        let notification: async_lsp::AnyNotification =
-            serde_json::from_value(serde_json::json!({ "method": method, "params": params }))
-                .map_err(|err| BackendError::Crashed { server: self.name.clone(), message: err.to_string() })?;
+        let notification = super::transport::any_notification(method, params);
         let mut socket = self.server.clone();
         match LspService::notify(&mut socket, notification) {
             ControlFlow::Continue(()) => Ok(()),

@@ -18,6 +18,30 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
+/// An `async_lsp::AnyRequest` of `method` with `params`, made without a trip through JSON: its
+/// `params` are moved in, not rebuilt. The id is a placeholder; async-lsp's main loop numbers
+/// outgoing requests itself. (The type is `#[non_exhaustive]`, hence the template.)
+pub fn any_request(method: &str, params: serde_json::Value) -> async_lsp::AnyRequest {
+    static EMPTY: std::sync::LazyLock<async_lsp::AnyRequest> = std::sync::LazyLock::new(|| {
+        serde_json::from_value(serde_json::json!({ "id": 0, "method": "" })).expect("a request's shape")
+    });
+    let mut request = EMPTY.clone();
+    request.method = method.to_owned();
+    request.params = params;
+    request
+}
+
+/// An `async_lsp::AnyNotification` of `method` with `params` (moved in; see [`any_request`]).
+pub fn any_notification(method: &str, params: serde_json::Value) -> async_lsp::AnyNotification {
+    static EMPTY: std::sync::LazyLock<async_lsp::AnyNotification> = std::sync::LazyLock::new(|| {
+        serde_json::from_value(serde_json::json!({ "method": "" })).expect("a notification's shape")
+    });
+    let mut notification = EMPTY.clone();
+    notification.method = method.to_owned();
+    notification.params = params;
+    notification
+}
+
 /// How much one peer may make filepuff hold while reading its frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameLimits {

@@ -195,6 +195,7 @@ async fn initialize(shared: Arc<Shared>, params: Value) -> Result<Value, Respons
         spellings: Arc::new(spelling::Spellings::new(editor_root.as_ref(), engine.workspace().root())),
         engine: engine.clone(),
         encoding,
+        accepts: super::fit::Accepts::from_capabilities(&editor_capabilities),
         editor_capabilities,
         ready: tokio::sync::watch::Sender::new(false),
         advertised: OnceLock::new(),

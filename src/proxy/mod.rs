@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use async_lsp::concurrency::ConcurrencyLayer;
 use async_lsp::panic::CatchUnwindLayer;
-use async_lsp::{AnyNotification, AnyRequest, ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
+use async_lsp::{ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -144,6 +144,8 @@ pub(crate) struct Session {
     encoding: Encoding,
     /// The editor's `ClientCapabilities` JSON.
     editor_capabilities: Value,
+    /// What those capabilities say the editor accepts in answers, read once.
+    accepts: fit::Accepts,
     /// True once the `initialize` answer is on its way: server traffic is forwarded from then
     /// (server requests made before wait for it).
     ready: tokio::sync::watch::Sender<bool>,
@@ -175,11 +177,7 @@ impl Shared {
 
     /// Sends a notification to the editor.
     fn notify_editor(&self, method: &str, params: Value) {
-        let notification: AnyNotification = match serde_json::from_value(json!({ "method": method, "params": params }))
-        {
-            Ok(notification) => notification,
-            Err(_) => return,
-        };
+        let notification = crate::backends::transport::any_notification(method, params);
         let _ = LspService::notify(&mut self.editor(), notification);
     }
 
@@ -209,10 +207,7 @@ impl Shared {
 
     fn send_request_to_editor(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, ResponseError>> {
         use tower::Service;
-        let request: AnyRequest = match serde_json::from_value(json!({ "id": 0, "method": method, "params": params })) {
-            Ok(request) => request,
-            Err(err) => return Box::pin(std::future::ready(Err(internal(err)))),
-        };
+        let request = crate::backends::transport::any_request(method, params);
         Box::pin(self.editor().call(request))
     }
 

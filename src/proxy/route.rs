@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use async_lsp::{AnyRequest, ErrorCode, ResponseError};
 use futures::future::BoxFuture;
-use lsp_types::Url;
 use serde_json::{Value, json};
 
 use super::translate::{self, Translator};
@@ -131,15 +130,11 @@ pub(crate) fn request(
         let clients = backends.answer_order(None, &method, backends.running(), |c| c.name.as_str());
         return first_answer(session, clients, &method, params, None);
     };
-    let Ok(url) = Url::parse(&uri) else {
-        return ready(Err(error(ErrorCode::INVALID_PARAMS, format!("invalid document URI {uri:?}"))));
-    };
     let engine = &session.engine;
-    let id = match session.spellings.id(engine.workspace(), &url) {
-        Ok(id) => id,
+    let (id, uri) = match session.spellings.resolve(engine.workspace(), &uri) {
+        Ok((id, canonical)) => (id, canonical.to_string()),
         Err(err) => return ready(Err(error(ErrorCode::INVALID_PARAMS, err))),
     };
-    let uri = id.uri().to_string();
     let language = engine
         .documents()
         .get(&id)
@@ -341,7 +336,7 @@ fn context(session: &Session, client: &LspClient, method: &str) -> Ctx {
         engine: session.engine.clone(),
         encoding: session.encoding,
         spellings: session.spellings.clone(),
-        accepts: super::fit::Accepts::from_capabilities(&session.editor_capabilities),
+        accepts: session.accepts,
         timeout: Duration::from_millis(session.engine.backends().config().request_timeout_ms.max(1)),
         legend: session.legend.get().filter(|_| tokens).map(|legend| {
             let map = session.legend_maps.lock().get(&client.name).cloned();
@@ -389,7 +384,7 @@ fn forward(
     }
     let sent = client.forward(&sent_method, outgoing);
     Box::pin(async move {
-        let (id, answer) = sent?;
+        let (id, answer) = sent;
         let mut guard = CancelOnDrop { client: Some(client.clone()), id };
         let Ok(result) = tokio::time::timeout(ctx.timeout, answer).await else {
             // `guard` cancels the request at the server.
@@ -477,8 +472,8 @@ impl Drop for CancelOnDrop {
 
 /// The document a request is about.
 fn document_uri(method: &str, params: &Value) -> Option<String> {
-    let uri = if ITEM.contains(&method) { params.pointer("/item/uri") } else { params.pointer("/textDocument/uri") };
-    uri.and_then(Value::as_str).map(str::to_owned)
+    let holder = if ITEM.contains(&method) { params.get("item") } else { params.get("textDocument") };
+    holder.and_then(|holder| holder.get("uri")).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// The key under which an item's `data` is wrapped.

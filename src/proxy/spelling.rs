@@ -17,6 +17,7 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use lsp_types::Url;
 use serde_json::Value;
@@ -25,6 +26,15 @@ use crate::workspace::{DocumentId, Workspace, WorkspaceError};
 
 /// Resolved editor URIs kept (the cache is emptied when it grows past this).
 const CACHE: usize = 16_384;
+
+/// Why an editor URI names no document.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResolveError {
+    #[error("invalid document URI {0:?}")]
+    NotAUri(String),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+}
 
 /// The editor's spellings (see the module documentation).
 #[derive(Debug, Default)]
@@ -36,8 +46,8 @@ pub(crate) struct Spellings {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Editor URI (as sent) → document.
-    resolved: HashMap<String, DocumentId>,
+    /// Editor URI (as sent) → document and its canonical URI.
+    resolved: HashMap<String, (DocumentId, Arc<str>)>,
     /// Canonical URI of an open document → the URIs the editor opened it with, latest last (an
     /// editor may open one file under two spellings; the document stays open until both close).
     opened: HashMap<String, Vec<Url>>,
@@ -64,20 +74,29 @@ impl Spellings {
         self.state.lock()
     }
 
-    /// The document an editor URI names (resolved by the workspace, cached).
+    /// The document an editor URI names and its canonical URI ([`DocumentId::uri`]), resolved
+    /// by the workspace and cached under the URI as the editor sent it, so a request about a
+    /// known document parses no URI and touches no file.
     ///
-    /// Errors: as [`Workspace::document_id_for_uri`].
-    pub(crate) fn id(&self, workspace: &Workspace, uri: &Url) -> Result<DocumentId, WorkspaceError> {
-        if let Some(id) = self.state().resolved.get(uri.as_str()) {
-            return Ok(id.clone());
+    /// Errors: `uri` is not a URI, or as [`Workspace::document_id_for_uri`].
+    pub(crate) fn resolve(&self, workspace: &Workspace, uri: &str) -> Result<(DocumentId, Arc<str>), ResolveError> {
+        if let Some((id, canonical)) = self.state().resolved.get(uri) {
+            return Ok((id.clone(), canonical.clone()));
         }
-        let id = workspace.document_id_for_uri(uri)?;
+        let parsed = Url::parse(uri).map_err(|_| ResolveError::NotAUri(uri.to_owned()))?;
+        let id = workspace.document_id_for_uri(&parsed)?;
+        let canonical: Arc<str> = Arc::from(id.uri().as_str());
         let mut state = self.state();
         if state.resolved.len() >= CACHE {
             state.resolved.clear();
         }
-        state.resolved.insert(uri.as_str().to_owned(), id.clone());
-        Ok(id)
+        state.resolved.insert(uri.to_owned(), (id.clone(), canonical.clone()));
+        Ok((id, canonical))
+    }
+
+    /// The document an editor URI names ([`Spellings::resolve`]).
+    pub(crate) fn id(&self, workspace: &Workspace, uri: &Url) -> Result<DocumentId, ResolveError> {
+        self.resolve(workspace, uri.as_str()).map(|(id, _)| id)
     }
 
     /// The editor opened `id` as `uri`: answers about it use that spelling until it is closed.
@@ -144,9 +163,8 @@ impl Spellings {
     /// workspace cannot resolve pass unchanged (the server will say what it makes of them).
     pub(crate) fn to_servers(&self, workspace: &Workspace, value: &mut Value) {
         walk(value, &mut |uri| {
-            let parsed = Url::parse(uri).ok()?;
-            let canonical = self.id(workspace, &parsed).ok()?.uri();
-            (canonical.as_str() != uri).then(|| canonical.to_string())
+            let (_, canonical) = self.resolve(workspace, uri).ok()?;
+            (&*canonical != uri).then(|| canonical.to_string())
         });
     }
 
@@ -193,6 +211,34 @@ fn walk(value: &mut Value, map: &mut impl FnMut(&str) -> Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resolved_uri_is_cached_with_its_canonical_spelling_and_junk_is_a_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("real")).unwrap();
+        std::fs::write(base.join("real/a.c"), "int a;\n").unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        let workspace = Workspace::with_config(&base, Default::default()).unwrap();
+        let spellings = Spellings::new(None, workspace.root());
+        let link = Url::from_file_path(base.join("link/a.c")).unwrap();
+        let real = Url::from_file_path(base.join("real/a.c")).unwrap();
+
+        let (id, canonical) = spellings.resolve(&workspace, link.as_str()).unwrap();
+        assert_eq!(&*canonical, real.as_str());
+        assert_eq!(id.uri(), real);
+        // The second ask is answered from the cache: the link may be gone, the answer stays.
+        std::fs::remove_file(base.join("link")).unwrap();
+        let (again, canonical) = spellings.resolve(&workspace, link.as_str()).unwrap();
+        assert_eq!((again, &*canonical), (id, real.as_str()));
+
+        let err = spellings.resolve(&workspace, "not a uri").unwrap_err();
+        assert!(matches!(err, ResolveError::NotAUri(_)), "{err:?}");
+        assert_eq!(err.to_string(), "invalid document URI \"not a uri\"");
+        let mut params = serde_json::json!({ "textDocument": { "uri": "file://[/a.c" } });
+        spellings.to_servers(&workspace, &mut params);
+        assert_eq!(params["textDocument"]["uri"], "file://[/a.c", "unparsable URIs pass unchanged");
+    }
 
     #[test]
     fn uris_are_canonical_toward_servers_and_the_editors_own_back() {

@@ -258,3 +258,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn messages_made_here_carry_their_method_and_params_unchanged() {
+    let params =
+        serde_json::json!({ "textDocument": { "uri": "file:///a.c" }, "position": { "line": 1, "character": 2 } });
+    let request = any_request("textDocument/hover", params.clone());
+    assert_eq!((request.method.as_str(), &request.params), ("textDocument/hover", &params));
+    let notification = any_notification("textDocument/didSave", params.clone());
+    assert_eq!((notification.method.as_str(), &notification.params), ("textDocument/didSave", &params));
+    // Each is a new message: the template is not changed by the one made before.
+    assert_eq!(any_request("shutdown", serde_json::Value::Null).params, serde_json::Value::Null);
+}
