@@ -8,8 +8,9 @@
 //! - a `WorkspaceEdit` whose `documentChanges` are all text document edits becomes `changes`
 //!   (keyed by URI; the versions are dropped) for an editor without
 //!   `workspace.workspaceEdit.documentChanges` (§workspaceEdit: "If the client doesn't support
-//!   `documentChanges` ... `changes` are used"): in `textDocument/rename`, and in the `edit` of
-//!   each code action of `textDocument/codeAction` and `codeAction/resolve`. Resource operations
+//!   `documentChanges` ... `changes` are used"): in `textDocument/rename`, in the `edit` of
+//!   each code action of `textDocument/codeAction` and `codeAction/resolve`, and in a server's
+//!   `workspace/applyEdit` request ([`Accepts::fit_request`]). Resource operations
 //!   (create, rename, delete) cannot be written as `changes`: an edit holding one is passed on
 //!   unchanged (a server behind an editor is offered the editor's `resourceOperations`);
 //! - a `MarkupContent` of kind `markdown` where the editor's format list lacks `markdown` becomes
@@ -24,7 +25,7 @@
 
 use serde_json::{Map, Value};
 
-/// What the editor declared it accepts, read once per request from its `initialize` capabilities.
+/// What the editor declared it accepts, read once per session from its `initialize` capabilities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Accepts {
     /// `workspace.workspaceEdit.documentChanges`.
@@ -123,6 +124,17 @@ impl Accepts {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Rewrites the params of a server's request to the editor into shapes the editor accepts:
+    /// `workspace/applyEdit`'s `edit` as in answers (LSP 3.17 §workspace_applyEdit: the edit is
+    /// a `WorkspaceEdit`, bound by the same client capability).
+    pub(crate) fn fit_request(&self, method: &str, params: &mut Value) {
+        if method == "workspace/applyEdit"
+            && let Some(edit) = params.get_mut("edit")
+        {
+            self.workspace_edit(edit);
         }
     }
 

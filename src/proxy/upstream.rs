@@ -15,7 +15,9 @@
 //!   `workspace/executeCommand` routing. A server that exits has its registrations removed.
 //! - `workspace/applyEdit`, `window/showDocument`, `window/showMessageRequest`,
 //!   `workspace/configuration` (when filepuff has no settings for the server) and refresh
-//!   requests: forwarded, positions translated, the editor's answer returned to the server.
+//!   requests: forwarded, positions translated, the editor's answer returned to the server;
+//!   an edit in `documentChanges` form goes as `changes` to an editor that did not declare
+//!   `documentChanges` (`super::fit`).
 //! - Everything else: forwarded untouched.
 //!
 //! Server requests are held until the editor has said `initialized` (not only until its
@@ -103,6 +105,10 @@ impl Upstream for EditorLink {
     fn notification(&self, from: &ClientRef, method: &str, mut params: Value) {
         let Some(shared) = self.0.upgrade() else { return };
         let Some(session) = shared.session.get() else { return };
+        if matches!(method, "experimental/serverStatus" | "textDocument/clangd.fileStatus") {
+            // Read by the backends for readiness; not the editor's (clangd sends one per request).
+            return;
+        }
         let client = session.engine.backends().by_serial(from.serial);
         to_editor(session, client.as_ref(), &mut params);
         let ready = session.is_ready();
@@ -167,7 +173,6 @@ impl Upstream for EditorLink {
                     shared.notify_editor(method, params);
                 }
             }
-            "experimental/serverStatus" | "textDocument/clangd.fileStatus" => {}
             _ if ready => shared.notify_editor(method, params),
             _ => {}
         }
@@ -404,6 +409,7 @@ fn to_ready_editor(
         _ => {
             let client = session.engine.backends().by_serial(from.serial);
             to_editor(session, client.as_ref(), &mut params);
+            session.accepts.fit_request(method, &mut params);
             shared.request_editor(method, params)
         }
     }

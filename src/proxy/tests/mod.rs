@@ -90,6 +90,28 @@ impl Editor {
         encodings: &[&str],
         config: &str,
     ) -> Editor {
+        let capabilities = json!({
+            "general": { "positionEncodings": encodings },
+            "workspace": { "applyEdit": true, "workspaceEdit": { "documentChanges": true } },
+            "textDocument": {
+                "synchronization": { "didSave": true },
+                "hover": { "contentFormat": ["markdown", "plaintext"] },
+                "definition": { "linkSupport": true },
+                "publishDiagnostics": { "versionSupport": true }
+            },
+            "window": { "workDoneProgress": true }
+        });
+        Editor::start_declaring(files, servers, config, capabilities).await
+    }
+
+    /// As [`Editor::start_with`], the editor declaring `capabilities` (its whole
+    /// `ClientCapabilities`) in `initialize`.
+    pub async fn start_declaring(
+        files: &[(&str, &str)],
+        servers: &[Server<'_>],
+        config: &str,
+        capabilities: Value,
+    ) -> Editor {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut config = format!("{config}\n");
         for server in servers {
@@ -123,17 +145,6 @@ impl Editor {
         let editor =
             Editor { writer: tokio::sync::Mutex::new(writer), inbox, next_id: AtomicI64::new(1), dir, session };
 
-        let capabilities = json!({
-            "general": { "positionEncodings": encodings },
-            "workspace": { "applyEdit": true, "workspaceEdit": { "documentChanges": true } },
-            "textDocument": {
-                "synchronization": { "didSave": true },
-                "hover": { "contentFormat": ["markdown", "plaintext"] },
-                "definition": { "linkSupport": true },
-                "publishDiagnostics": { "versionSupport": true }
-            },
-            "window": { "workDoneProgress": true }
-        });
         let id = editor
             .request(
                 "initialize",

@@ -125,6 +125,44 @@ async fn a_servers_apply_edit_reaches_the_editor_and_its_answer_comes_back() {
 }
 
 #[tokio::test]
+async fn a_servers_versioned_edit_reaches_an_editor_without_document_changes_as_changes() {
+    let fake = FakeServer::register(Script::new(json!({})).position_encoding("utf-8"));
+    let servers = [Server { name: "fake", fake: &fake, encoding: Some("utf-8") }];
+    // An editor that declares `applyEdit` but not `workspaceEdit.documentChanges`.
+    let capabilities = json!({
+        "general": { "positionEncodings": ["utf-16"] },
+        "workspace": { "applyEdit": true },
+        "window": { "workDoneProgress": true }
+    });
+    let editor = Editor::start_declaring(&[("main.go", MAIN)], &servers, "", capabilities).await;
+    editor.open("main.go", MAIN).await;
+    let server = fake.instance(0).await;
+    let server_uri = server.wait_for("didOpen", |log| log.documents.keys().next().cloned()).await;
+
+    let text_edit = json!({ "range": server.range_of(&server_uri, "世界"), "newText": "world" });
+    let edit = json!({ "documentChanges": [
+        { "textDocument": { "uri": server_uri.clone(), "version": 1 }, "edits": [text_edit] }
+    ] });
+    let answer = tokio::spawn(server.request("workspace/applyEdit", json!({ "label": "fake", "edit": edit })));
+    let (id, params) = editor.server_request("workspace/applyEdit").await;
+    let cjk = nth(MAIN, "世界", 0);
+    let expected = json!({ "changes": {
+        editor.uri("main.go"): [{ "range": utf16_range(MAIN, cjk, cjk + "世界".len()), "newText": "world" }]
+    } });
+    assert_eq!(params["edit"], expected, "{params}");
+    editor.respond(id, json!({ "applied": true })).await;
+    assert_eq!(answer.await.expect("the request task").expect("an answer"), json!({ "applied": true }));
+
+    // A resource operation cannot be written as `changes`: that edit passes as it is.
+    let create = json!({ "documentChanges": [ { "kind": "create", "uri": editor.uri("new.go") } ] });
+    let answer = tokio::spawn(server.request("workspace/applyEdit", json!({ "edit": create.clone() })));
+    let (id, params) = editor.server_requests("workspace/applyEdit", 2).await.pop().expect("the second request");
+    assert_eq!(params["edit"], create);
+    editor.respond(id, json!({ "applied": false })).await;
+    answer.await.expect("the request task").expect("an answer");
+}
+
+#[tokio::test]
 async fn a_server_that_dies_mid_request_gives_the_editor_an_error_and_is_restarted() {
     let fake = FakeServer::register(
         Script::new(json!({ "definitionProvider": true })).on("textDocument/definition", |_, _| Reply::Exit),
