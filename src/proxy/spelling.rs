@@ -30,8 +30,10 @@ const CACHE: usize = 16_384;
 /// Why an editor URI names no document.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ResolveError {
+    /// The string does not parse as a URI (RFC 3986, as the `url` crate reads it).
     #[error("invalid document URI {0:?}")]
     NotAUri(String),
+    /// A URI the workspace cannot resolve to a file path ([`Workspace::document_id_for_uri`]).
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
