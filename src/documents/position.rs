@@ -170,7 +170,9 @@ pub fn line_count(text: &Rope) -> usize {
 }
 
 fn rope_ends_with_line_break(text: &Rope) -> bool {
-    matches!(text.bytes_at(text.len_bytes()).prev(), Some(b'\n' | b'\r'))
+    // `Rope::byte` descends the tree once; a `Bytes` iterator would also allocate its stack.
+    let n = text.len_bytes();
+    n > 0 && matches!(text.byte(n - 1), b'\n' | b'\r')
 }
 
 /// The text of 0-based line `line` without its line break, or `None` past the end.
@@ -235,8 +237,8 @@ fn rope_line(text: &Rope, line: usize) -> Option<RopeLine<'_>> {
 /// Byte length of the line break (0, 1 or 2) at the end of a line slice.
 fn line_break_len(line: RopeSlice<'_>) -> usize {
     let n = line.len_bytes();
-    let mut bytes = line.bytes_at(n);
-    match (bytes.prev(), bytes.prev()) {
+    let byte = |back: usize| n.checked_sub(back).map(|i| line.byte(i));
+    match (byte(1), byte(2)) {
         (Some(b'\n'), Some(b'\r')) => 2,
         (Some(b'\n' | b'\r'), _) => 1,
         _ => 0,

@@ -765,8 +765,9 @@ fn preview(text: &Rope, line: usize) -> String {
     let mut out = String::new();
     for number in first..=last {
         let Some((shown, cut)) = position::line_prefix(text, number - 1, MAX_LINE_CHARS) else { continue };
-        let content = if cut { format!("{shown}…") } else { shown.to_string() };
-        out.push_str(&format!("{number:>6}\t{content}\n"));
+        // Written in place: no string per line.
+        use std::fmt::Write as _;
+        let _ = writeln!(out, "{number:>6}\t{shown}{}", if cut { "…" } else { "" });
     }
     out
 }
@@ -1179,6 +1180,8 @@ mod tests {
         assert!(excerpt.chars().count() <= MAX_LINE_CHARS + 2);
         let shown = preview(&text, 2);
         assert!(shown.len() < 2 * MAX_LINE_CHARS + 40, "{}", shown.len());
+        let cut = format!("     2\t{}…\n", "a".repeat(MAX_LINE_CHARS));
+        assert_eq!(shown, format!("     1\tshort\n{cut}"), "`cat -n` lines, the long one cut and marked");
     }
 
     fn copy_dir(from: &Path, to: &Path) {
