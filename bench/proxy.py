@@ -113,6 +113,20 @@ class Lsp:
             self.proc.kill()
 
 
+def open_when_ready(client, root, file, language, position, name):
+    """Initializes `client`, opens `file` (relative to `root`) and asks hover at `position` until
+    the server answers with something (at most 60 s)."""
+    uri = (root / file).as_uri()
+    client.initialize(root)
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": language, "version": 1, "text": (root / file).read_text()}})
+    deadline = time.monotonic() + 60
+    while not client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": position}):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} never answered hover")
+        time.sleep(0.2)
+
+
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, round((len(values) - 1) * p))]
@@ -140,14 +154,7 @@ def overhead(name, command, source, file, language, positions, env=None):
             paths["relay"] = Lsp([RELAY, *command], root, env)
         uri = (root / file).as_uri()
         for client in paths.values():
-            client.initialize(root)
-            client.notify("textDocument/didOpen", {"textDocument": {
-                "uri": uri, "languageId": language, "version": 1, "text": (root / file).read_text()}})
-            deadline = time.monotonic() + 60
-            while not client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": positions[0]}):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} never answered hover")
-                time.sleep(0.2)
+            open_when_ready(client, root, file, language, positions[0], name)
         times = {label: [] for label in paths}
         methods = ["textDocument/hover", "textDocument/definition"]
         order = list(paths.items())

@@ -61,14 +61,7 @@ def main():
             paths["relay"] = P.Lsp([relay, *command], root)
         uri = (root / file).as_uri()
         for client in paths.values():
-            client.initialize(root)
-            client.notify("textDocument/didOpen", {"textDocument": {
-                "uri": uri, "languageId": language, "version": 1, "text": (root / file).read_text()}})
-            deadline = time.monotonic() + 60
-            while not client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": positions[0]}):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{server} never answered hover")
-                time.sleep(0.2)
+            P.open_when_ready(client, root, file, language, positions[0], server)
         builds = ("before", "after")
         cpu0 = {b: cpu_seconds(paths[b].proc.pid) for b in builds}
         switches0 = {b: context_switches(paths[b].proc.pid) for b in builds}
