@@ -282,9 +282,10 @@ fn restart(
 
 /// The answer to [`STATUS`]: `{"positionEncoding", "servers": [{name, version, root, pid,
 /// positionEncoding, state: "ready" | "busy" | "exited", documents}], "agents": {"socket",
-/// "serving"}}`, where `documents` counts the documents the server has open, `busy` means it
-/// reports work in progress (loading, indexing), and `serving` says whether this session owns
-/// the agents' socket now (false while another `filepuff lsp` of the root holds it). A broken
+/// "serving", "root"}}`, where `documents` counts the documents the server has open, `busy` means
+/// it reports work in progress (loading, indexing), `serving` says whether this session owns
+/// the agents' socket now (false while another `filepuff lsp` of the root holds it), and `root`
+/// is the workspace root this session chose (the path for `filepuff mcp --root`). A broken
 /// server (a crash loop, not running) has `{name, root, state: "broken", retryInSecs,
 /// message}`: it is tried again after `retryInSecs`, or on [`RESTART`].
 fn status(shared: &Shared, session: &Session) -> Value {
@@ -322,11 +323,12 @@ fn status(shared: &Shared, session: &Session) -> Value {
         })
     }));
     let serving = shared.listener.lock().as_ref().is_some_and(|h| h.is_serving());
-    let socket = shared.agents.address(session.engine.workspace().root());
+    let root = session.engine.workspace().root();
+    let socket = shared.agents.address(root);
     json!({
         "positionEncoding": session.encoding.lsp_name(),
         "servers": servers,
-        "agents": { "socket": socket, "serving": serving },
+        "agents": { "socket": socket, "serving": serving, "root": root.display().to_string() },
     })
 }
 

@@ -195,7 +195,9 @@ def test_a_restarted_editor_server_takes_the_socket_and_the_agent_over(tmp_path,
     second = Editor(root, tmp_path / "lsp-b.log")
     cleanup.append(second)
     second.open_buffer(notes, "B's unsaved text\n")
-    assert second.request("filepuff/status")["agents"]["serving"] is False
+    status = second.request("filepuff/status")["agents"]
+    assert status["serving"] is False
+    assert status["root"] == str(Path(root).resolve()), status
     time.sleep(0.5)
     assert socket_owner(sock) == first.proc.pid, "the live owner keeps the socket"
     assert agent.ok("file_read", {"path": "notes.txt"})["content"] == "A's unsaved text\n"

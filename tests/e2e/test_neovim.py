@@ -805,6 +805,33 @@ def test_checkhealth_reports_the_binary_the_servers_and_the_agents_socket(tmp_pa
     assert "filepuff lsp is not running in this Neovim" in missing, missing
 
 
+def test_checkhealth_names_a_c_projects_root_by_its_compile_flags_or_filepuffs_own(tmp_path):
+    """A C project is rooted at its `compile_flags.txt` (a default root marker, as for clangd),
+    not at the directory Neovim was started in; with no marker at all Neovim 0.11 starts the
+    client without a root, and :checkhealth names the root filepuff chose (its working
+    directory, from filepuff/status) instead of "?"."""
+    nvim = str(nvim_011() or "")
+    if not nvim:
+        pytest.skip("not installed: Neovim 0.11 (scripts/setup-test-env)")
+    need("clangd")
+    binary = str(filepuff_binary().resolve())
+    project = (tmp_path / "cproject").resolve()
+    (project / "src").mkdir(parents=True)
+    (project / "compile_flags.txt").write_text("-std=c11\n")
+    (project / "src" / "main.c").write_text("int add(int a, int b) { return a + b; }\nint main(void) { return add(1, 2); }\n")
+    # Started in src/ (the file's directory): the marker one level up is the root.
+    report = checkhealth(nvim, tmp_path / "cproject", binary, project / "src" / "main.c")
+    assert f"root {project}: agents attach on" in report, report
+    assert f"filepuff mcp --root {project})" in report, report
+
+    bare = (tmp_path / "bare").resolve()
+    bare.mkdir()
+    (bare / "main.c").write_text("int main(void) { return 0; }\n")
+    report = checkhealth(nvim, bare, binary, bare / "main.c")
+    assert f"root {bare}: agents attach on" in report and "root ?" not in report, report
+    assert "❌" not in report, report
+
+
 def test_checkhealth_names_the_binary_found_without_cmd(tmp_path):
     """No `cmd` in setup(): the plugin runs `filepuff` from PATH and :checkhealth says so; after
     the build helper (:FilepuffBuild's `cargo install --path REPO --root DATA/filepuff`, here

@@ -124,7 +124,10 @@ local function check_socket(filepuff)
   end
   for _, client in ipairs(clients) do
     local status, err = request_status(client)
-    local root = client.config.root_dir or "?"
+    -- Without a root marker Neovim 0.11 starts the client with no root_dir; filepuff then takes
+    -- its working directory, and says which in its status.
+    local agents_status = status and type(status.agents) == "table" and status.agents or {}
+    local root = client.config.root_dir or (type(agents_status.root) == "string" and agents_status.root) or "?"
     if not status then
       report.error(string.format("filepuff lsp (client %d, root %s) did not answer filepuff/status: %s", client.id, root, err))
     else

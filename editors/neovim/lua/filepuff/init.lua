@@ -16,7 +16,8 @@ M.defaults = {
   cmd = nil,
   filetypes = { "go", "python", "c", "cpp", "typescript", "typescriptreact", "javascript", "javascriptreact" },
   -- The nearest ancestor of the file holding one of these is the workspace root.
-  root_markers = { "filepuff.toml", ".git", "go.work", "go.mod", "pyproject.toml", "package.json" },
+  root_markers = { "filepuff.toml", ".git", "go.work", "go.mod", "pyproject.toml", "package.json",
+                   "compile_commands.json", "compile_flags.txt", ".clangd" },
   -- Server overrides, in the shapes of filepuff.toml's [servers.NAME] and [languages.NAME]:
   -- sent as initializationOptions (docs/lsp.md), e.g. { gopls = { command = { "/opt/gopls" } } }.
   servers = nil,
