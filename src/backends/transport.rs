@@ -11,6 +11,9 @@
 //! `Content-Length` header, which may follow junk on the same line. What to do about a frame
 //! over a limit is the caller's policy: the editor side answers it and skips it; the server side
 //! stops the server ([`BoundedReader`] fails the stream).
+//!
+//! The messages filepuff itself sends, to either side, are made here too ([`any_request`],
+//! [`any_notification`]).
 
 use std::collections::VecDeque;
 use std::pin::Pin;

@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_lsp::router::Router;
-use async_lsp::{AnyNotification, AnyRequest, ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
+use async_lsp::{AnyRequest, ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -136,16 +136,14 @@ pub struct Instance {
 impl Instance {
     /// Sends a notification to the client (server→client).
     pub fn notify(&self, method: &str, params: Value) {
-        let notification: AnyNotification =
-            serde_json::from_value(json!({ "method": method, "params": params })).expect("a notification");
+        let notification = crate::backends::transport::any_notification(method, params);
         let _ = LspService::notify(&mut self.client.clone(), notification);
     }
 
     /// Sends a request to the client (server→client) and returns its answer.
     pub fn request(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, ResponseError>> {
         use tower::Service;
-        let request: AnyRequest =
-            serde_json::from_value(json!({ "id": 0, "method": method, "params": params })).expect("a request");
+        let request = crate::backends::transport::any_request(method, params);
         Box::pin(self.client.clone().call(request))
     }
 
