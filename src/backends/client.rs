@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 
 use async_lsp::concurrency::ConcurrencyLayer;
 use async_lsp::panic::CatchUnwindLayer;
-use async_lsp::{LanguageServer, MainLoop, ServerSocket};
+use async_lsp::{AnyResult, LanguageServer, MainLoop, ServerSocket};
 use lsp_types::{
     ClientCapabilities, Diagnostic, GeneralClientCapabilities, InitializeParams, InitializedParams, NumberOrString,
     PositionEncodingKind, ServerCapabilities, Url, WorkspaceFolder,
 };
 use serde_json::Value;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::compat::TokioAsyncWriteCompatExt;
 use tower::ServiceBuilder;
 
 mod router;
@@ -402,7 +402,7 @@ impl LspClient {
         // otherwise wakes for the header alone). Flushed after every message.
         let input = tokio::io::BufWriter::with_capacity(FRAME_WRITE_BUFFER, stdin);
         let mainloop = tokio::spawn(async move {
-            if let Err(err) = mainloop.run_buffered(output.compat(), input.compat_write()).await {
+            if let Err(err) = mainloop.run_messages(output, input.compat_write()).await {
                 let reason = match err {
                     async_lsp::Error::Io(err) => err.to_string(),
                     async_lsp::Error::Eof => "it closed its output".to_owned(),
@@ -536,18 +536,18 @@ impl LspClient {
 
     /// Sends any request as it is (`method`, JSON `params`) and returns its pending answer
     /// with the id it was sent under, for [`LspClient::cancel`]. The request is queued before
-    /// this returns, so it reaches the server after every notification sent before it. A
-    /// server that is gone makes the answer an error.
-    pub fn forward(&self, method: &str, params: Value) -> (i32, Answer<Value>) {
-        use tower::Service;
+    /// this returns, so it reaches the server after every notification sent before it. The
+    /// answer's result is the JSON text the server sent ([`AnyResult::Raw`]; a `null` or
+    /// missing one is `AnyResult::Value(Null)`), so a proxy that changes nothing in it passes
+    /// it on unparsed. A server that is gone makes the answer an error.
+    pub fn forward(&self, method: &str, params: Value) -> (i32, Answer<AnyResult>) {
         *self.last_used.lock() = Instant::now();
         let request = super::transport::any_request(method, params);
         let mut next = self.next_id.lock();
         let id = *next;
         *next += 1;
-        let mut socket = self.server.clone();
         let in_flight = InFlight::new(&self.shared);
-        let answer = socket.call(request);
+        let answer = self.server.call_raw(request);
         (
             id,
             Box::pin(async move {

@@ -1,7 +1,8 @@
 //! The LSP base protocol read from an untrusted peer with bounded memory: `Content-Length: N`
 //! headers, a blank line, then N bytes of JSON (LSP 3.17 "Base Protocol"). Used on both sides
 //! of filepuff: the editor's stream (`proxy/frame.rs`) and each language server's output
-//! ([`BoundedReader`], between the process and async-lsp).
+//! ([`BoundedReader`], between the process and async-lsp's main loop, which takes its messages
+//! decoded).
 //!
 //! [`Decoder`] does no I/O: bytes go in as they arrive, in pieces of any size, and [`Decoded`]
 //! items come out. It holds at most one header line ([`FrameLimits::max_header_bytes`]) or one
@@ -24,23 +25,23 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// An `async_lsp::AnyRequest` of `method` with `params`, made without a trip through JSON: its
 /// `params` are moved in, not rebuilt. The id is a placeholder; async-lsp's main loop numbers
 /// outgoing requests itself. (The type is `#[non_exhaustive]`, hence the template.)
-pub fn any_request(method: &str, params: serde_json::Value) -> async_lsp::AnyRequest {
+pub fn any_request(method: impl Into<String>, params: serde_json::Value) -> async_lsp::AnyRequest {
     static EMPTY: std::sync::LazyLock<async_lsp::AnyRequest> = std::sync::LazyLock::new(|| {
         serde_json::from_value(serde_json::json!({ "id": 0, "method": "" })).expect("a request's shape")
     });
     let mut request = EMPTY.clone();
-    request.method = method.to_owned();
+    request.method = method.into();
     request.params = params;
     request
 }
 
 /// An `async_lsp::AnyNotification` of `method` with `params` (moved in; see [`any_request`]).
-pub fn any_notification(method: &str, params: serde_json::Value) -> async_lsp::AnyNotification {
+pub fn any_notification(method: impl Into<String>, params: serde_json::Value) -> async_lsp::AnyNotification {
     static EMPTY: std::sync::LazyLock<async_lsp::AnyNotification> = std::sync::LazyLock::new(|| {
         serde_json::from_value(serde_json::json!({ "method": "" })).expect("a notification's shape")
     });
     let mut notification = EMPTY.clone();
-    notification.method = method.to_owned();
+    notification.method = method.into();
     notification.params = params;
     notification
 }
@@ -295,26 +296,28 @@ fn header(length: usize) -> Vec<u8> {
     format!("Content-Length: {length}\r\n\r\n").into_bytes()
 }
 
-/// A language server's output as async-lsp may read it: only whole frames within
-/// [`FrameLimits`], each re-framed with a plain `Content-Length` header; junk between frames
-/// and header sections without a usable length are skipped (and logged).
+/// A language server's output as async-lsp's main loop takes it (`MainLoop::run_messages`):
+/// only whole frames within [`FrameLimits`], each body decoded once into an
+/// [`async_lsp::Message`]; junk between frames and header sections without a usable length are
+/// skipped (and logged).
 ///
-/// A frame over a limit (a header line too long, a declared length too large) makes every read
-/// from then on fail with [`std::io::ErrorKind::InvalidData`] naming the limit: the client's
-/// main loop ends and the server is treated as crashed. Frames are decoded in `poll_read`
-/// itself, on the reading task, so no task or channel sits between the process and the
-/// main loop.
+/// A frame over a limit (a header line too long, a declared length too large) ends the stream
+/// with an [`std::io::ErrorKind::InvalidData`] error naming the limit, and a body that is not a
+/// JSON-RPC message with async-lsp's decode error: the client's main loop ends and the server
+/// is treated as crashed. The end of the server's output ends the stream. Frames are decoded
+/// in `poll_next` itself, on the reading task, so no task or channel sits between the process
+/// and the main loop.
 pub struct BoundedReader<R> {
     inner: R,
     decoder: Decoder,
     /// Where reads from `inner` land (64 KiB).
     chunk: Box<[u8]>,
-    /// Re-framed messages ready to be read: a header, then its body.
+    /// Bodies read and not yet decoded.
     pending: VecDeque<Vec<u8>>,
-    /// How much of `pending`'s front was read.
-    at: usize,
-    /// Set once a limit was crossed: every read fails with it.
+    /// Set once a limit was crossed: the stream's last item.
     failed: Option<String>,
+    /// The stream ended (after `failed`, or at the end of the output).
+    done: bool,
     eof: bool,
     /// The server's name, for logs and errors.
     peer: String,
@@ -328,8 +331,8 @@ impl<R> BoundedReader<R> {
             decoder: Decoder::new(limits),
             chunk: vec![0; 64 << 10].into_boxed_slice(),
             pending: VecDeque::new(),
-            at: 0,
             failed: None,
+            done: false,
             eof: false,
             peer: peer.to_owned(),
         }
@@ -339,10 +342,7 @@ impl<R> BoundedReader<R> {
     fn drain(&mut self) -> bool {
         while let Some(item) = self.decoder.next() {
             match item {
-                Decoded::Body(body) => {
-                    self.pending.push_back(header(body.len()));
-                    self.pending.push_back(body);
-                }
+                Decoded::Body(body) => self.pending.push_back(body),
                 Decoded::BadHeader(why) => tracing::warn!(server = %self.peer, "skipped a malformed frame: {why}"),
                 over @ (Decoded::HeaderTooLong { .. } | Decoded::BodyTooLarge { .. }) => {
                     self.failed = Some(format!("language server {} sent {over}", self.peer));
@@ -354,37 +354,44 @@ impl<R> BoundedReader<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for BoundedReader<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+impl<R: AsyncRead + Unpin> futures::Stream for BoundedReader<R> {
+    type Item = async_lsp::Result<async_lsp::Message>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         loop {
-            if let Some(front) = this.pending.front() {
-                let n = buf.remaining().min(front.len() - this.at);
-                buf.put_slice(&front[this.at..this.at + n]);
-                this.at += n;
-                if this.at == front.len() {
-                    this.pending.pop_front();
-                    this.at = 0;
-                }
-                return Poll::Ready(Ok(()));
+            if this.done {
+                return Poll::Ready(None);
             }
-            if let Some(why) = &this.failed {
-                return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why.clone())));
+            if let Some(body) = this.pending.pop_front() {
+                tracing::trace!(server = %this.peer, msg = %String::from_utf8_lossy(&body), "incoming");
+                return Poll::Ready(Some(async_lsp::Message::decode(&body)));
+            }
+            if let Some(why) = this.failed.take() {
+                this.done = true;
+                let err = std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+                return Poll::Ready(Some(Err(async_lsp::Error::Io(err))));
             }
             if this.eof {
-                return Poll::Ready(Ok(()));
+                this.done = true;
+                continue;
             }
             if this.drain() {
                 continue;
             }
             let mut read = ReadBuf::new(&mut this.chunk);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            if let Err(err) = ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read)) {
+                this.done = true;
+                return Poll::Ready(Some(Err(async_lsp::Error::Io(err))));
+            }
             let filled = read.filled().len();
             if filled == 0 {
                 this.eof = true;
                 if let Some(cut) = this.decoder.finish() {
                     tracing::debug!(server = %this.peer, "output ended: {cut}");
                 }
+                // What the decoder completed before the end still goes out.
+                this.drain();
                 continue;
             }
             this.decoder.push(&this.chunk[..filled]);

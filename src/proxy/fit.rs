@@ -77,6 +77,22 @@ impl Accepts {
         }
     }
 
+    /// Whether [`Accepts::fit`] may change an answer to `method` for this editor: edits (which
+    /// may carry `documentChanges`) always, completion items always (item defaults), markup only
+    /// where the editor does not take markdown. The proxy passes other answers on unparsed.
+    pub(crate) fn fits(&self, method: &str) -> bool {
+        match method {
+            "textDocument/rename"
+            | "textDocument/codeAction"
+            | "codeAction/resolve"
+            | "textDocument/completion"
+            | "completionItem/resolve" => true,
+            "textDocument/hover" => self.hover != Markup::Markdown,
+            "textDocument/signatureHelp" => self.signature != Markup::Markdown,
+            _ => false,
+        }
+    }
+
     /// Rewrites `result`, the answer to the editor's `method`, into shapes the editor accepts.
     pub(crate) fn fit(&self, method: &str, result: &mut Value) {
         if method == "textDocument/completion" {
@@ -283,6 +299,64 @@ mod tests {
         let mut plain = json!({"contents": {"kind": "plaintext", "value": "p"}});
         none.fit("textDocument/hover", &mut plain);
         assert_eq!(plain["contents"], json!("p"));
+    }
+
+    /// What the proxy relies on to pass answers on unparsed: `fit` leaves every answer to a
+    /// method `fits` does not name as it is, for an editor that declares nothing and for one
+    /// that declares everything.
+    #[test]
+    fn fit_changes_nothing_that_fits_does_not_name() {
+        let declares_nothing = Accepts::from_capabilities(&json!({}));
+        let declares_all = Accepts::from_capabilities(&json!({
+            "workspace": {"workspaceEdit": {"documentChanges": true}},
+            "textDocument": {
+                "completion": {"completionItem": {"documentationFormat": ["markdown"]},
+                               "completionList": {"itemDefaults": ["commitCharacters", "editRange", "insertTextFormat", "insertTextMode", "data"]}},
+                "hover": {"contentFormat": ["markdown"]},
+                "signatureHelp": {"signatureInformation": {"documentationFormat": ["markdown"]}},
+            }
+        }));
+        let markdown = json!({"kind": "markdown", "value": "*d*"});
+        let edit = json!({"documentChanges": [
+            {"textDocument": {"uri": "file:///a.go", "version": 1}, "edits": [{"range": range(1), "newText": "x"}]}]});
+        let answers = [
+            json!(null),
+            json!({"contents": markdown, "range": range(0)}),
+            edit.clone(),
+            json!([{"title": "fix", "edit": edit}]),
+            json!({"title": "fix", "edit": edit}),
+            json!({"isIncomplete": false, "itemDefaults": {"commitCharacters": ["."], "data": 1},
+                   "items": [{"label": "a", "documentation": markdown}]}),
+            json!([{"label": "a", "documentation": markdown}]),
+            json!({"signatures": [{"label": "f(a)", "documentation": markdown,
+                                   "parameters": [{"label": "a", "documentation": markdown}]}]}),
+        ];
+        let methods = [
+            "textDocument/hover",
+            "textDocument/signatureHelp",
+            "textDocument/rename",
+            "textDocument/codeAction",
+            "codeAction/resolve",
+            "textDocument/completion",
+            "completionItem/resolve",
+            "textDocument/definition",
+            "textDocument/references",
+            "textDocument/documentSymbol",
+            "textDocument/formatting",
+            "workspace/symbol",
+            "workspace/executeCommand",
+        ];
+        for accepts in [declares_nothing, declares_all] {
+            for method in methods.into_iter().filter(|m| !accepts.fits(m)) {
+                for answer in &answers {
+                    let mut fitted = answer.clone();
+                    accepts.fit(method, &mut fitted);
+                    assert_eq!(&fitted, answer, "{method} for {accepts:?}");
+                }
+            }
+        }
+        assert!(declares_nothing.fits("textDocument/hover") && !declares_all.fits("textDocument/hover"));
+        assert!(!declares_nothing.fits("textDocument/definition"));
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! The editor's stream, checked before it reaches async-lsp's main loop: frames read within
 //! [`EDITOR_LIMITS`] (`backends::transport` does the framing) and bodies checked against the
-//! JSON-RPC 2.0 shapes async-lsp can dispatch.
+//! JSON-RPC 2.0 shapes async-lsp can dispatch. A request or notification is parsed once, here:
+//! the check builds the [`async_lsp::Message`] the main loop takes
+//! (`MainLoop::run_messages`), the same one async-lsp's own decoder would have built from the
+//! body (`tests::what_the_guard_builds_is_what_async_lsp_decodes`). Responses, rare from an
+//! editor, are checked here and then decoded by async-lsp.
 //!
 //! async-lsp's main loop ends the session on the first message it cannot decode, and an editor
 //! (or a person typing into the pipe) must not be able to kill every language server that way.
@@ -24,7 +28,9 @@ use std::io::Read;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::backends::transport::{Decoded, Decoder, FrameLimits};
+use async_lsp::{Message, RequestId};
+
+use crate::backends::transport::{Decoded, Decoder, FrameLimits, any_notification, any_request};
 
 pub use crate::backends::transport::encode;
 
@@ -35,13 +41,13 @@ pub const EDITOR_LIMITS: FrameLimits = FrameLimits { max_header_bytes: 64 << 10,
 /// One frame read from the editor.
 #[derive(Debug)]
 pub enum Frame {
-    /// A message async-lsp can dispatch: the body bytes, unchanged.
-    Message(Vec<u8>),
+    /// A message for the main loop.
+    Message(Message),
     /// Something that cannot be dispatched: answer with this error.
     Invalid { id: Value, code: i64, message: String },
     /// A malformed response: log `why`, answer nothing; hand `replacement` (an error response
     /// for the same id) to the main loop when there is one.
-    Dropped { why: String, replacement: Option<Vec<u8>> },
+    Dropped { why: String, replacement: Option<Message> },
 }
 
 impl Frame {
@@ -112,10 +118,11 @@ fn invalid(id: Value, code: i64, message: &str) -> Frame {
     Frame::Invalid { id, code, message: message.to_owned() }
 }
 
-/// Whether `body` is a message the main loop can dispatch (see the module documentation).
+/// Whether `body` is a message the main loop can dispatch (see the module documentation), and
+/// that message.
 ///
-/// The body is read once, without building its `params` or `result` (syntax is still checked
-/// to the last byte): async-lsp parses the message for real.
+/// The body is read once; a request's or notification's `params` are built as they are read,
+/// a response's `result` is only checked (to the last byte) and async-lsp decodes the response.
 pub fn check(body: Vec<u8>) -> Frame {
     // Skipped strings are not checked by serde_json, and async-lsp would refuse invalid UTF-8.
     let Ok(text) = std::str::from_utf8(&body) else {
@@ -150,10 +157,24 @@ pub fn check(body: Vec<u8>) -> Frame {
         if let Some(problem) = problem {
             return invalid(echo, -32600, &problem);
         }
-        return match envelope.params {
-            None | Some(Kind::Object | Kind::Array | Kind::Null) => Frame::Message(body),
-            Some(Kind::Other) => invalid(echo, -32602, "params must be an object or an array"),
+        let params = match envelope.params {
+            None => Value::Null,
+            Some(params @ (Value::Object(_) | Value::Array(_) | Value::Null)) => params,
+            Some(_) => return invalid(echo, -32602, "params must be an object or an array"),
         };
+        // The checks above leave a string `method` and, if any, a usable `id`.
+        let Some(Value::String(method)) = envelope.method else {
+            return invalid(echo, -32600, "method must be a string");
+        };
+        return Frame::Message(match envelope.id {
+            None => Message::Notification(any_notification(method, params)),
+            Some(Value::String(id)) => request(RequestId::String(id), method, params),
+            Some(Value::Number(id)) => match id.as_i64().and_then(|id| i32::try_from(id).ok()) {
+                Some(id) => request(RequestId::Number(id), method, params),
+                None => return invalid(echo, -32600, "id must be an integer of at most 32 bits or a string"),
+            },
+            Some(_) => return invalid(echo, -32600, "id must be an integer of at most 32 bits or a string"),
+        });
     }
     let result = envelope.result.is_some();
     if id.is_none() && !result && envelope.error.is_none() {
@@ -170,7 +191,12 @@ pub fn check(body: Vec<u8>) -> Frame {
     });
     let Some(problem) = problem else {
         if usable {
-            return Frame::Message(body);
+            return match Message::decode(&body) {
+                Ok(message) => Frame::Message(message),
+                Err(err) => {
+                    Frame::Dropped { why: format!("a response async-lsp cannot read: {err}"), replacement: None }
+                }
+            };
         }
         return Frame::Dropped {
             why: format!("a response whose id {echo} is not an integer of at most 32 bits or a string"),
@@ -180,9 +206,16 @@ pub fn check(body: Vec<u8>) -> Frame {
     let why = format!("a malformed response to {echo}: {problem}");
     let replacement = usable.then(|| {
         let message = format!("filepuff: the editor's response was malformed: {problem}");
-        Frame::error_response(&echo, -32603, &message)
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": echo, "error": { "code": -32603, "message": message } });
+        Message::decode(body.to_string().as_bytes()).expect("an error response async-lsp reads")
     });
     Frame::Dropped { why, replacement }
+}
+
+fn request(id: RequestId, method: String, params: Value) -> Message {
+    let mut request = any_request(method, params);
+    request.id = id;
+    Message::Request(request)
 }
 
 /// LSP's `integer | string` id: async-lsp reads ids as `i32` or a string.
@@ -209,14 +242,14 @@ fn error_shape(error: &Classified) -> Option<String> {
 
 /// The members of a message the check looks at, and the first key that appeared twice
 /// (async-lsp's decoder refuses a duplicate field; `serde_json::Value` silently keeps the last).
-/// `params` and `result` are only classified, never built; `error` is built only when it is an
-/// object (with whether it has a key twice).
+/// `params` is built (the request's or notification's own); `result` is only classified;
+/// `error` is built only when it is an object (with whether it has a key twice).
 #[derive(Default)]
 struct Envelope {
     jsonrpc: Option<Value>,
     id: Option<Value>,
     method: Option<Value>,
-    params: Option<Kind>,
+    params: Option<Value>,
     result: Option<Kind>,
     error: Option<Classified>,
     duplicate: Option<String>,
@@ -273,7 +306,7 @@ impl<'de> Visitor<'de> for TopLevel {
                 "id" => envelope.id = Some(access.next_value()?),
                 "method" => envelope.method = Some(access.next_value()?),
                 "error" => envelope.error = Some(access.next_value_seed(Classify { keep_object: true })?),
-                "params" => envelope.params = Some(access.next_value_seed(Classify { keep_object: false })?.kind),
+                "params" => envelope.params = Some(access.next_value()?),
                 "result" => envelope.result = Some(access.next_value_seed(Classify { keep_object: false })?.kind),
                 _ => {
                     access.next_value::<serde::de::IgnoredAny>()?;

@@ -1,6 +1,7 @@
 //! The editor's byte stream: `filepuff lsp` on stdin/stdout ([`serve_stdio`]), framed and checked
 //! ([`frame`]) on the way in, written one whole message at a time on the way out, and joined to
-//! async-lsp's main loop through in-memory channels ([`ChannelReader`], [`ChannelWriter`]).
+//! async-lsp's main loop through in-memory channels: checked messages, parsed once by the frame
+//! guard, in ([`Incoming`]), bytes out ([`ChannelWriter`]).
 //!
 //! When stdin and stdout are pipes or sockets (what editors give a language server), the
 //! runtime's own thread polls them, non-blocking ([`EditorStream::Fds`]): a request crosses no
@@ -19,9 +20,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use async_lsp::Message;
 use parking_lot::Mutex;
+use tokio::io::AsyncWrite;
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{frame, serve};
 use crate::engine::agents::AgentDoor;
@@ -182,9 +184,9 @@ async fn drain(writer: Arc<QueuedWriter>) {
 
 /// Hands one checked frame on: a message to the main loop, an error answer to the editor.
 /// False when the main loop is gone.
-fn deliver(frame: frame::Frame, main_loop: &tokio::sync::mpsc::UnboundedSender<Vec<u8>>, sink: &Sink) -> bool {
+fn deliver(frame: frame::Frame, main_loop: &tokio::sync::mpsc::UnboundedSender<Message>, sink: &Sink) -> bool {
     match frame {
-        frame::Frame::Message(body) => main_loop.send(frame::encode(&body)).is_ok(),
+        frame::Frame::Message(message) => main_loop.send(message).is_ok(),
         frame::Frame::Invalid { id, code, message } => {
             tracing::warn!("editor sent an invalid message: {message}");
             let _ = sink.send(frame::Frame::error_response(&id, code, &message));
@@ -200,7 +202,7 @@ fn deliver(frame: frame::Frame, main_loop: &tokio::sync::mpsc::UnboundedSender<V
 /// Reads a non-blocking pipe or socket on the runtime's thread, framing and checking as
 /// [`frame::FrameReader`] does for the reader thread. Ends at the end of the input, on a read
 /// error, or when the main loop is gone (dropping `main_loop` ends the main loop's input).
-async fn read_fd(input: AsyncFd<NonBlocking>, main_loop: tokio::sync::mpsc::UnboundedSender<Vec<u8>>, sink: Sink) {
+async fn read_fd(input: AsyncFd<NonBlocking>, main_loop: tokio::sync::mpsc::UnboundedSender<Message>, sink: Sink) {
     let mut decoder = crate::backends::transport::Decoder::new(frame::EDITOR_LIMITS);
     let mut chunk = vec![0; 64 << 10];
     loop {
@@ -225,35 +227,18 @@ async fn read_fd(input: AsyncFd<NonBlocking>, main_loop: tokio::sync::mpsc::Unbo
     }
 }
 
-/// The main loop's input: checked frames from the reader (the thread, or the task polling the
-/// pipe).
-pub(super) struct ChannelReader {
-    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
-    current: Vec<u8>,
-    at: usize,
+/// The main loop's input (`MainLoop::run_messages`): checked messages from the reader (the
+/// thread, or the task polling the pipe), parsed there once; the channel's end is the end of
+/// the input.
+pub(super) struct Incoming {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Message>,
 }
 
-impl AsyncRead for ChannelReader {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        while self.at >= self.current.len() {
-            match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(bytes)) => {
-                    self.current = bytes;
-                    self.at = 0;
-                }
-                Poll::Ready(None) => return Poll::Ready(Ok(())), // end of input
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        let n = buf.remaining().min(self.current.len() - self.at);
-        let at = self.at;
-        buf.put_slice(&self.current[at..at + n]);
-        self.at += n;
-        Poll::Ready(Ok(()))
+impl futures::Stream for Incoming {
+    type Item = async_lsp::Result<Message>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx).map(|message| message.map(Ok))
     }
 }
 
@@ -295,9 +280,9 @@ impl AsyncWrite for ChannelWriter {
 /// ([`Flusher`]; dropping it stops the tasks of [`EditorStream::Fds`]). Errors: a thread could
 /// not be spawned, or a descriptor could not be made non-blocking or polled. Call within the
 /// runtime that runs the main loop.
-pub(super) fn editor_stream(stream: EditorStream) -> std::io::Result<(ChannelReader, ChannelWriter, Flusher)> {
-    let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-    let reader = ChannelReader { rx: in_rx, current: Vec::new(), at: 0 };
+pub(super) fn editor_stream(stream: EditorStream) -> std::io::Result<(Incoming, ChannelWriter, Flusher)> {
+    let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
+    let reader = Incoming { rx: in_rx };
     match stream {
         EditorStream::Threads { input, output } => {
             let (out_tx, out_rx) = std::sync::mpsc::channel::<Out>();
@@ -403,7 +388,8 @@ mod tests {
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
 
     use super::{EditorStream, editor_stream, frame};
 
@@ -438,14 +424,15 @@ mod tests {
     async fn exchange(stream: EditorStream, mut editor: UnixStream) {
         let (mut reader, mut writer, flusher) = editor_stream(stream).expect("the editor's stream");
         let mut received = Vec::new();
-        let wanted = [frame::encode(REQUEST.as_bytes()), frame::encode(NOTIFICATION.as_bytes())].concat();
-        let mut chunk = [0; 4096];
-        while received.len() < wanted.len() {
-            let n = reader.read(&mut chunk).await.expect("the main loop's read");
-            assert!(n > 0, "the input ended after {:?}", String::from_utf8_lossy(&received));
-            received.extend_from_slice(&chunk[..n]);
+        while received.len() < 2 {
+            let message = reader.next().await.expect("the input goes on").expect("a message");
+            received.push(format!("{message:?}"));
         }
-        assert_eq!(String::from_utf8_lossy(&received), String::from_utf8_lossy(&wanted));
+        let wanted: Vec<String> = [REQUEST, NOTIFICATION]
+            .iter()
+            .map(|body| format!("{:?}", async_lsp::Message::decode(body.as_bytes()).expect("a message")))
+            .collect();
+        assert_eq!(received, wanted);
 
         let big = format!(r#"{{"jsonrpc":"2.0","id":1,"result":"{}"}}"#, "x".repeat(4 << 20));
         for body in [big.as_str(), NOTIFICATION] {

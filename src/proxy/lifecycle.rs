@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use async_lsp::{AnyEvent, AnyNotification, AnyRequest, ErrorCode, LspService, ResponseError};
+use async_lsp::{AnyEvent, AnyNotification, AnyRequest, AnyResult, ErrorCode, LspService, ResponseError};
 use futures::future::BoxFuture;
 use lsp_types::Url;
 use serde_json::{Value, json};
@@ -49,10 +49,13 @@ impl Proxy {
     }
 }
 
+/// Answers are [`AnyResult`]s: a server's answer that nothing here changes stays the JSON text
+/// the server sent and is written to the editor as it is (`route`); answers made here are
+/// `Value`s.
 impl tower::Service<AnyRequest> for Proxy {
-    type Response = Value;
+    type Response = AnyResult;
     type Error = ResponseError;
-    type Future = BoxFuture<'static, Result<Value, ResponseError>>;
+    type Future = BoxFuture<'static, Result<AnyResult, ResponseError>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
@@ -62,7 +65,7 @@ impl tower::Service<AnyRequest> for Proxy {
         match (self.state, request.method.as_str()) {
             (Lifecycle::Uninitialized, "initialize") => {
                 self.state = Lifecycle::Initializing;
-                Box::pin(initialize(self.shared.clone(), request.params))
+                values(initialize(self.shared.clone(), request.params))
             }
             (Lifecycle::Uninitialized, _) => {
                 ready(Err(error(ErrorCode::SERVER_NOT_INITIALIZED, "the editor must send initialize first")))
@@ -80,19 +83,26 @@ impl tower::Service<AnyRequest> for Proxy {
                     let engine = session.engine.clone();
                     return Box::pin(async move {
                         let _ = tokio::task::spawn_blocking(move || engine.backends().stop_all()).await;
-                        Ok(Value::Null)
+                        Ok(Value::Null.into())
                     });
                 }
                 if method == STATUS {
-                    return ready(Ok(status(&self.shared, session)));
+                    return ready(Ok(status(&self.shared, session).into()));
                 }
                 if method == RESTART {
-                    return restart(&self.shared, session, &request.params);
+                    return values(restart(&self.shared, session, &request.params));
                 }
                 route::request(&self.shared, session, request)
             }
         }
     }
+}
+
+/// An answer made here, as the main loop takes it.
+fn values(
+    answer: impl std::future::Future<Output = Result<Value, ResponseError>> + Send + 'static,
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
+    Box::pin(async move { answer.await.map(AnyResult::from) })
 }
 
 impl LspService for Proxy {

@@ -4,8 +4,9 @@
 //! The Engine owns the documents and the backends; this face only translates. This module holds
 //! the session's shared state ([`Shared`], [`Session`]), its wiring ([`serve`]) and filepuff's
 //! own requests ([`STATUS`], [`RESTART`]). In order:
-//! - **I/O** ([`io`]): the editor's stream is read and checked ([`frame`]) on a thread of its
-//!   own and written on another, joined to async-lsp's main loop through channels.
+//! - **I/O** ([`io`]): the editor's stream is read, checked and parsed once ([`frame`]) and
+//!   written whole messages at a time, on the runtime's own thread when it is a pipe or a
+//!   socket (a thread each otherwise), joined to async-lsp's main loop through channels.
 //! - **Lifecycle** ([`lifecycle`], LSP 3.17 "Server lifetime"): `initialize` opens the workspace
 //!   (the first workspace folder, else `rootUri`, else `--root`, else the current directory),
 //!   negotiates `positionEncoding` (utf-8 when the editor offers it, else utf-16), starts the
@@ -21,7 +22,8 @@
 //! - **Requests** are routed by the document's language ([`route`]); positions are translated
 //!   only where a server's encoding differs from the editor's ([`translate`]), and each server
 //!   is offered the editor's encoding first, so usually nothing is translated and methods
-//!   filepuff does not know pass through safely.
+//!   filepuff does not know pass through safely; an answer nothing changes reaches the editor
+//!   as the server's own JSON text, never parsed here.
 //! - **Server→editor traffic** (diagnostics, progress, messages, `workspace/applyEdit`,
 //!   registrations, refreshes) is merged and passed on by [`upstream`].
 //! - A server that dies is restarted and the editor's documents are opened on it again; the
@@ -56,7 +58,7 @@ use async_lsp::panic::CatchUnwindLayer;
 use async_lsp::{ClientSocket, ErrorCode, LspService, MainLoop, ResponseError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::compat::TokioAsyncWriteCompatExt;
 use tower::ServiceBuilder;
 
 use crate::documents::{Encoding, Language};
@@ -93,7 +95,7 @@ pub async fn serve(stream: EditorStream, root: Option<PathBuf>, agents: Arc<dyn 
     // SIGTERM/SIGINT end the session like the editor's `exit`: the socket, the presence file
     // and the servers are cleaned up below.
     let result = tokio::select! {
-        result = mainloop.run_buffered(reader.compat(), writer.compat_write()) => result,
+        result = mainloop.run_messages(reader, writer.compat_write()) => result,
         () = crate::signals::stop_signal() => {
             tracing::info!("stopped by a signal");
             Ok(())

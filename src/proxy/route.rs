@@ -15,6 +15,12 @@
 //!   to the server instance that made them, with the original `data`. A completion list's
 //!   `itemDefaults.data` is wrapped in place of the items relying on it, and merged lists
 //!   follow `super::completion`.
+//! - An answer is translated to the editor's position encoding, its URIs respelt as the editor
+//!   spells them, its items tagged and its shapes fitted to what the editor accepts
+//!   (`super::fit`). When none of these would change anything (the server speaks the editor's
+//!   encoding, the editor's spelling is the canonical one, the method has neither tagged items
+//!   nor fitted shapes), the server's JSON text goes to the editor as it came, unparsed
+//!   ([`async_lsp::AnyResult::Raw`]).
 //! - `$/cancelRequest` from the editor drops the request's future (async-lsp's concurrency
 //!   layer), and dropping it sends `$/cancelRequest` for the forwarded request to the server.
 //! - A server that does not answer within `[lsp] request_timeout_ms` gets `$/cancelRequest`
@@ -26,7 +32,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_lsp::{AnyRequest, ErrorCode, ResponseError};
+use async_lsp::{AnyRequest, AnyResult, ErrorCode, ResponseError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -78,7 +84,7 @@ pub(crate) fn request(
     shared: &Arc<Shared>,
     session: &Session,
     request: AnyRequest,
-) -> BoxFuture<'static, Result<Value, ResponseError>> {
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
     let method = request.method.clone();
     let mut params = request.params;
     let backends = session.engine.backends();
@@ -97,7 +103,7 @@ pub(crate) fn request(
         if RESOLVE.contains(&method.as_str()) {
             // An item from a server that has restarted since: nothing can resolve it; the
             // editor keeps the item as it is.
-            return ready(Ok(params));
+            return ready(Ok(params.into()));
         }
     }
 
@@ -105,7 +111,7 @@ pub(crate) fn request(
         "workspace/symbol" => {
             let clients: Vec<Arc<LspClient>> = backends.running().into_iter().filter(|c| offers(c, &method)).collect();
             let answers = fan_out(shared, session, &clients, &method, params, None);
-            return Box::pin(async move { Ok(concat(futures::future::join_all(answers).await)) });
+            return Box::pin(async move { Ok(concat(futures::future::join_all(answers).await).into()) });
         }
         "workspace/executeCommand" => {
             let command = params.get("command").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -142,13 +148,13 @@ pub(crate) fn request(
         .or_else(|| Language::from_path(id.path()));
     if engine.backends().serving(&id, language).is_empty() {
         // No server serves this language (Markdown, a language without one configured).
-        return ready(Ok(Value::Null));
+        return ready(Ok(Value::Null.into()));
     }
     let (clients, missing) = engine.backends().clients_of(&id, language);
     if missing {
         // Some server of this document is not running (still starting, or just crashed):
         // start it, then route.
-        let Some(language) = language else { return ready(Ok(Value::Null)) };
+        let Some(language) = language else { return ready(Ok(Value::Null.into())) };
         let me = shared.clone();
         let engine = engine.clone();
         return Box::pin(async move {
@@ -162,7 +168,7 @@ pub(crate) fn request(
             if let Err(err) = started {
                 return Err(err.into());
             }
-            let Some(session) = me.ready_session() else { return Ok(Value::Null) };
+            let Some(session) = me.ready_session() else { return Ok(Value::Null.into()) };
             let (clients, _) = engine.backends().clients_of(&id, Some(language));
             dispatch(&me, session, clients, Some(language), &method, params, uri).await
         });
@@ -179,7 +185,7 @@ fn dispatch(
     method: &str,
     params: Value,
     uri: String,
-) -> BoxFuture<'static, Result<Value, ResponseError>> {
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
     if MERGED.contains(&method) {
         let chosen: Vec<&Arc<LspClient>> = clients.iter().filter(|c| offers_now(shared, c, method)).collect();
         if chosen.len() == 1 {
@@ -190,13 +196,13 @@ fn dispatch(
         let completion = method == "textDocument/completion";
         return Box::pin(async move {
             let answers = futures::future::join_all(answers).await;
-            Ok(if completion { super::completion::merge(answers) } else { concat(answers) })
+            Ok(if completion { super::completion::merge(answers) } else { concat(answers) }.into())
         });
     }
     let offering: Vec<Arc<LspClient>> = clients.into_iter().filter(|c| offers_now(shared, c, method)).collect();
     let offering = session.engine.backends().answer_order(language, method, offering, |c| c.name.as_str());
     if offering.is_empty() {
-        return ready(Ok(Value::Null));
+        return ready(Ok(Value::Null.into()));
     }
     first_answer(session, offering, method, params, Some(uri))
 }
@@ -214,7 +220,7 @@ fn fan_out(
 ) -> Vec<BoxFuture<'static, Result<Value, ResponseError>>> {
     let editor_token = params.get("workDoneToken").filter(|t| t.is_string() || t.is_number()).cloned();
     let Some(editor_token) = editor_token.filter(|_| clients.len() > 1) else {
-        return clients.iter().map(|c| send(session, c, method, params.clone(), uri.clone())).collect();
+        return clients.iter().map(|c| values(send(session, c, method, params.clone(), uri.clone()))).collect();
     };
     let serials: Vec<u64> = clients.iter().map(|c| c.serial).collect();
     let (id, tokens) = shared.upstream.lock().fans.start(editor_token, &serials);
@@ -224,7 +230,7 @@ fn fan_out(
         .map(|(client, token)| {
             let mut params = params.clone();
             params["workDoneToken"] = json!(token);
-            let answer = send(session, client, method, params, uri.clone());
+            let answer = values(send(session, client, method, params, uri.clone()));
             let mut done = FanDone { shared: shared.clone(), id, serial: client.serial, answered: false };
             Box::pin(async move {
                 let result = answer.await;
@@ -266,14 +272,14 @@ fn first_answer(
     method: &str,
     params: Value,
     uri: Option<String>,
-) -> BoxFuture<'static, Result<Value, ResponseError>> {
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
     let Some(first) = clients.first() else {
         return ready(Err(error(ErrorCode::METHOD_NOT_FOUND, format!("no language server handles {method}"))));
     };
-    let answer = send(session, first, method, params.clone(), uri.clone());
     if clients.len() == 1 {
-        return answer;
+        return send(session, first, method, params, uri);
     }
+    let answer = values(send(session, first, method, params.clone(), uri.clone()));
     let fallbacks: Vec<(Ctx, Arc<LspClient>)> =
         clients[1..].iter().map(|c| (context(session, c, method), c.clone())).collect();
     let method = method.to_owned();
@@ -290,7 +296,7 @@ fn first_answer(
                 Ok(value) => (single && backend_route::is_empty_answer(value), 2),
             };
             if !next {
-                return result;
+                return result.map(AnyResult::from);
             }
             let kept_rank = match &fallback {
                 None => -1,
@@ -301,7 +307,9 @@ fn first_answer(
             if rank > kept_rank {
                 fallback = Some(result);
             }
-            result = forward(ctx, client, method.clone(), params.clone(), uri.clone(), false).await;
+            result = forward(ctx, client, method.clone(), params.clone(), uri.clone(), false)
+                .await
+                .map(AnyResult::into_value);
         }
         let rank = |answer: &Result<Value, ResponseError>| match answer {
             Err(err) if err.code == ErrorCode::METHOD_NOT_FOUND => 0,
@@ -313,6 +321,7 @@ fn first_answer(
             Some(kept) if rank(&kept) > rank(&result) => kept,
             _ => result,
         }
+        .map(AnyResult::from)
     })
 }
 
@@ -356,8 +365,15 @@ fn send(
     method: &str,
     params: Value,
     uri: Option<String>,
-) -> BoxFuture<'static, Result<Value, ResponseError>> {
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
     forward(context(session, client, method), client.clone(), method.to_owned(), params, uri, false)
+}
+
+/// An answer as a `Value` tree, for the callers that read or merge it.
+fn values(
+    answer: BoxFuture<'static, Result<AnyResult, ResponseError>>,
+) -> BoxFuture<'static, Result<Value, ResponseError>> {
+    Box::pin(async move { answer.await.map(AnyResult::into_value) })
 }
 
 fn forward(
@@ -367,7 +383,7 @@ fn forward(
     params: Value,
     uri: Option<String>,
     retried: bool,
-) -> BoxFuture<'static, Result<Value, ResponseError>> {
+) -> BoxFuture<'static, Result<AnyResult, ResponseError>> {
     let workspace = ctx.engine.workspace();
     let mut outgoing = params.clone();
     let documents = ctx.engine.documents();
@@ -393,8 +409,8 @@ fn forward(
             return Err(failure("timeout", &client.name, message, json!({ "method": method, "timeout_ms": ms })));
         };
         guard.client = None;
-        let mut value = match result {
-            Ok(value) => value,
+        let answer = match result {
+            Ok(answer) => answer,
             Err(_) if !client.is_alive() => {
                 // The server died with the request in flight: wait for its replacement (the
                 // upstream restarts it) and ask once more.
@@ -410,6 +426,11 @@ fn forward(
             }
             Err(err) => return Err(err),
         };
+        if passes_through(&ctx, &client, &method) {
+            // Nothing below would change it: the server's JSON text goes to the editor as it is.
+            return Ok(answer);
+        }
+        let mut value = answer.into_value();
         let (workspace, documents) = (ctx.engine.workspace(), ctx.engine.documents());
         Translator::new(client.encoding, ctx.encoding, workspace, documents).value(&mut value, uri.as_deref());
         if method.starts_with("textDocument/semanticTokens/") && !tokens_pass_through(&ctx, &client, &legend_map) {
@@ -422,8 +443,21 @@ fn forward(
         tag(&method, &mut value, client.serial);
         ctx.accepts.fit(&method, &mut value);
         ctx.spellings.to_editor(&mut value);
-        Ok(value)
+        Ok(value.into())
     })
+}
+
+/// Whether [`forward`] leaves `client`'s answers to `method` as they are: the same position
+/// encoding on both sides, no semantic tokens (re-mapped to the editor's legend), no items to
+/// tag, nothing to fit to what the editor accepts, and every URI spelt as the editor spells
+/// it. Decided when the answer comes (a document opened under another spelling meanwhile
+/// makes [`super::spelling::Spellings::is_identity`] false).
+fn passes_through(ctx: &Ctx, client: &LspClient, method: &str) -> bool {
+    ctx.encoding == client.encoding
+        && !method.starts_with("textDocument/semanticTokens/")
+        && !is_tagged(method)
+        && !ctx.accepts.fits(method)
+        && ctx.spellings.is_identity()
 }
 
 fn legend_map(ctx: &Ctx, client: &LspClient) -> Option<translate::LegendMap> {
@@ -478,6 +512,28 @@ fn document_uri(method: &str, params: &Value) -> Option<String> {
 
 /// The key under which an item's `data` is wrapped.
 const TAG: &str = "filepuff";
+
+/// Methods whose answers hold items a later request may hand back (besides the [`RESOLVE`]
+/// methods, whose answer is the item): [`tag`] wraps their `data`.
+const TAGGED: &[&str] = &[
+    "textDocument/completion",
+    "textDocument/codeAction",
+    "textDocument/codeLens",
+    "textDocument/inlayHint",
+    "textDocument/documentLink",
+    "workspace/symbol",
+    "textDocument/prepareCallHierarchy",
+    "textDocument/prepareTypeHierarchy",
+    "typeHierarchy/supertypes",
+    "typeHierarchy/subtypes",
+    "callHierarchy/incomingCalls",
+    "callHierarchy/outgoingCalls",
+];
+
+/// Whether [`tag`] may change an answer to `method`.
+fn is_tagged(method: &str) -> bool {
+    TAGGED.contains(&method) || RESOLVE.contains(&method)
+}
 
 /// Wraps the `data` of every item in `value` that a later request may hand back.
 fn tag(method: &str, value: &mut Value, serial: u64) {
@@ -584,6 +640,44 @@ impl From<BackendError> for ResponseError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the proxy relies on to pass answers on unparsed: `tag` changes answers only to the
+    /// methods `is_tagged` names.
+    #[test]
+    fn tag_changes_nothing_that_is_tagged_does_not_name() {
+        let item = json!({"label": "a", "title": "t", "name": "n", "data": {"k": 1}});
+        let answers = [
+            json!(null),
+            item.clone(),
+            json!([item.clone()]),
+            json!({"isIncomplete": false, "items": [item.clone()], "itemDefaults": {"data": 2}}),
+            json!([{"from": item.clone(), "to": item.clone(), "fromRanges": []}]),
+        ];
+        let mut methods: Vec<&str> = TAGGED.iter().chain(RESOLVE).copied().collect();
+        methods.extend([
+            "textDocument/hover",
+            "textDocument/definition",
+            "textDocument/references",
+            "textDocument/documentSymbol",
+            "textDocument/rename",
+            "textDocument/signatureHelp",
+            "workspace/executeCommand",
+        ]);
+        let mut changed_any = Vec::new();
+        for method in methods {
+            for answer in &answers {
+                let mut tagged = answer.clone();
+                tag(method, &mut tagged, 9);
+                if &tagged != answer {
+                    assert!(is_tagged(method), "{method}: tag changed {answer} but is_tagged says no");
+                    changed_any.push(method);
+                }
+            }
+        }
+        for method in TAGGED.iter().chain(RESOLVE) {
+            assert!(changed_any.contains(method), "{method} is listed as tagged but tag changed none of its answers");
+        }
+    }
 
     #[test]
     fn items_are_tagged_and_untagged() {

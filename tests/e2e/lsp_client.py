@@ -39,6 +39,8 @@ class LspClient:
         self.server_requests: list[dict] = []
         # Error responses without an id (answers to messages that could not be parsed).
         self.orphan_errors: list[dict] = []
+        # Each response's body as it came, by id (the JSON text, before parsing).
+        self.response_bodies: dict[Any, bytes] = {}
         # How the "editor" answers requests from the server, by method.
         self.handlers: dict[str, Callable[[dict], Any]] = {
             "workspace/configuration": lambda p: [None for _ in p.get("items", [])],
@@ -81,7 +83,12 @@ class LspClient:
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
-        return json.loads(self.proc.stdout.read(length))
+        body = self.proc.stdout.read(length)
+        message = json.loads(body)
+        if isinstance(message, dict) and "id" in message and "method" not in message:
+            with self._lock:
+                self.response_bodies[message["id"]] = body
+        return message
 
     def _read_loop(self) -> None:
         while True:

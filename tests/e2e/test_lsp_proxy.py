@@ -125,10 +125,17 @@ def test_go_requests_answer_for_unsaved_text(workspace, editor, encoding):
 
     use = at(text, "Wave(\"x\")", encoding)
     decl = at(text, "Wave(s string)", encoding)
-    definition = client.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": use})
+    asked = client.request_async("textDocument/definition", {"textDocument": {"uri": uri}, "position": use})
+    definition = client.response(asked)["result"]
     locations = definition if isinstance(definition, list) else [definition]
     assert locations[0]["uri"] == uri
     assert locations[0]["range"]["start"] == decl
+    # With nothing to translate (gopls speaks the utf-16 editor's encoding), the answer is
+    # gopls's own JSON text, passed on unparsed: a Location's members in gopls's order, "uri"
+    # first. Translated for the utf-8 editor, it is rebuilt, members in sorted order.
+    body = client.response_bodies.pop(asked)
+    passed_on = body.index(b'"uri"') < body.index(b'"range"')
+    assert passed_on == (encoding == "utf-16"), body
 
     hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": use})
     assert "func Wave(s string) string" in hover["contents"]["value"]

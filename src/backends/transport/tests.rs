@@ -3,7 +3,6 @@
 //! Failing inputs proptest finds are kept in `proptest-regressions/` and replayed first.
 
 use proptest::prelude::*;
-use tokio::io::AsyncReadExt;
 
 use super::*;
 
@@ -122,28 +121,55 @@ impl AsyncRead for Pieces {
     }
 }
 
-fn read_through(input: Vec<u8>, sizes: Vec<usize>, limits: FrameLimits) -> std::io::Result<Vec<u8>> {
+/// The messages `BoundedReader` yields from `input` read in pieces of `sizes`, as `Debug`
+/// text, up to the end of the stream or its first error.
+fn read_through(input: Vec<u8>, sizes: Vec<usize>, limits: FrameLimits) -> (Vec<String>, Option<async_lsp::Error>) {
+    use futures::StreamExt;
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     runtime.block_on(async {
         let mut reader = BoundedReader::new(Pieces { input, at: 0, sizes, turn: 0 }, limits, "test");
-        let mut out = Vec::new();
-        reader.read_to_end(&mut out).await.map(|_| out)
+        let mut messages = Vec::new();
+        while let Some(item) = reader.next().await {
+            match item {
+                Ok(message) => messages.push(format!("{message:?}")),
+                Err(err) => return (messages, Some(err)),
+            }
+        }
+        (messages, None)
     })
+}
+
+const NOTIFICATION: &[u8] = br#"{"jsonrpc":"2.0","method":"m"}"#;
+
+fn decoded(body: &[u8]) -> String {
+    format!("{:?}", async_lsp::Message::decode(body).unwrap())
 }
 
 #[test]
 fn the_server_reader_refuses_a_huge_declared_frame() {
-    let input = [encode(b"{\"a\":1}"), b"Content-Length: 99999999999\r\n\r\n{".to_vec()].concat();
-    let err = read_through(input, vec![7], SMALL).unwrap_err();
+    let input = [encode(NOTIFICATION), b"Content-Length: 99999999999\r\n\r\n{".to_vec()].concat();
+    let (messages, err) = read_through(input, vec![7], SMALL);
+    assert_eq!(messages, [decoded(NOTIFICATION)], "what came before the frame goes out");
+    let Some(async_lsp::Error::Io(err)) = err else { panic!("an I/O error, not {err:?}") };
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
     assert!(err.to_string().contains("Content-Length: 99999999999"), "{err}");
 }
 
 #[test]
-fn the_server_reader_reframes_and_skips_junk() {
-    let input = [b"log line on stdout\r\n".as_slice(), b"Content-Length:   2 \r\n\r\n{}", b"Content-Length: x\r\n\r\n"]
-        .concat();
-    assert_eq!(read_through(input, vec![3, 100], SMALL).unwrap(), encode(b"{}"));
+fn the_server_reader_decodes_frames_and_skips_junk() {
+    let framed = b"Content-Length:   30 \r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}";
+    let input = [b"log line on stdout\r\n".as_slice(), framed, b"Content-Length: x\r\n\r\n"].concat();
+    let (messages, err) = read_through(input, vec![3, 100], SMALL);
+    assert_eq!(messages, [decoded(NOTIFICATION)]);
+    assert!(err.is_none(), "the output's end ends the stream: {err:?}");
+}
+
+#[test]
+fn a_body_that_is_not_a_message_ends_the_stream_with_its_decode_error() {
+    let input = [encode(NOTIFICATION), encode(b"{}"), encode(NOTIFICATION)].concat();
+    let (messages, err) = read_through(input, vec![64], SMALL);
+    assert_eq!(messages, [decoded(NOTIFICATION)]);
+    assert!(matches!(err, Some(async_lsp::Error::Deserialize(_))), "{err:?}");
 }
 
 /// Frames as a well-behaved peer sends them (bodies within the small limits).
@@ -237,8 +263,9 @@ proptest! {
         prop_assert_eq!(pieced, decode_all(SMALL, &[&input]));
     }
 
-    /// The server-side reader hands async-lsp only well-formed frames: what it returns decodes
-    /// back into bodies with nothing skipped, or the read fails with InvalidData (a limit).
+    /// The server-side reader hands the main loop only messages decoded from whole frames: on
+    /// any input, messages until at most one error (a limit crossed, or a body that is not a
+    /// message), then the end.
     #[test]
     fn the_server_reader_returns_only_whole_frames(
         bodies in frames(),
@@ -249,13 +276,27 @@ proptest! {
         let mut input: Vec<u8> = bodies.iter().flat_map(|b| encode(b)).collect();
         let at = at.index(input.len() + 1);
         input.splice(at..at, noise);
-        match read_through(input, sizes, SMALL) {
-            Ok(out) => {
-                let again = decode_all(SMALL, &[&out]);
-                prop_assert!(again.iter().all(|d| matches!(d, Decoded::Body(_))), "{:?}", again);
-            }
-            Err(err) => prop_assert_eq!(err.kind(), std::io::ErrorKind::InvalidData),
+        let (_, err) = read_through(input, sizes, SMALL);
+        match err {
+            None | Some(async_lsp::Error::Deserialize(_)) => {}
+            Some(async_lsp::Error::Io(err)) => prop_assert_eq!(err.kind(), std::io::ErrorKind::InvalidData),
+            Some(other) => prop_assert!(false, "{:?}", other),
         }
+    }
+
+    /// Messages framed one after another come out decoded, all of them, in order, however the
+    /// bytes are cut.
+    #[test]
+    fn the_server_reader_yields_every_message_in_order(
+        methods in prop::collection::vec("[a-z/$]{1,20}", 0..8),
+        sizes in pieces(),
+    ) {
+        let bodies: Vec<String> =
+            methods.iter().map(|m| format!(r#"{{"jsonrpc":"2.0","method":"{m}","params":{{"k":[1]}}}}"#)).collect();
+        let input: Vec<u8> = bodies.iter().flat_map(|b| encode(b.as_bytes())).collect();
+        let (messages, err) = read_through(input, sizes, SMALL);
+        prop_assert!(err.is_none(), "{:?}", err);
+        prop_assert_eq!(messages, bodies.iter().map(|b| decoded(b.as_bytes())).collect::<Vec<_>>());
     }
 }
 

@@ -8,26 +8,24 @@ use futures::FutureExt;
 use tower_service::Service;
 
 use crate::{
-    AnyEvent, AnyNotification, AnyRequest, AnyResponse, ClientSocket, ErrorCode, LspService,
+    AnyEvent, AnyNotification, AnyRequest, AnyResponse, AnyResult, ClientSocket, ErrorCode, LspService,
     MainLoopEvent, Message, PeerSocket, ResponseError, Result, ServerSocket,
 };
 
-pub struct PeerSocketResponseFuture {
+/// The answer to a forwarded request: its result in `T` (a `serde_json::Value` for the
+/// `Service` impls, the [`AnyResult`] as read for `call_raw`), or the peer's error.
+pub struct PeerSocketResponseFuture<T = serde_json::Value> {
     rx: oneshot::Receiver<AnyResponse>,
+    result: fn(AnyResult) -> Result<T, ResponseError>,
 }
 
-impl Future for PeerSocketResponseFuture {
-    type Output = Result<serde_json::Value, ResponseError>;
+impl<T> Future for PeerSocketResponseFuture<T> {
+    type Output = Result<T, ResponseError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.rx.poll_unpin(cx) {
             Poll::Ready(Ok(resp)) => Poll::Ready(match resp.error {
-                None => match resp.result {
-                    Some(result) => result.into_typed().map_err(|err| {
-                        ResponseError::new(ErrorCode::PARSE_ERROR, format!("invalid result: {err}"))
-                    }),
-                    None => Ok(serde_json::Value::Null),
-                },
+                None => (self.result)(resp.result.unwrap_or(AnyResult::Value(serde_json::Value::Null))),
                 Some(resp_err) => Err(resp_err),
             }),
             Poll::Ready(Err(_closed)) => Poll::Ready(Err(ResponseError::new(
@@ -39,11 +37,18 @@ impl Future for PeerSocketResponseFuture {
     }
 }
 
+fn into_value(result: AnyResult) -> Result<serde_json::Value, ResponseError> {
+    result
+        .into_typed()
+        .map_err(|err| ResponseError::new(ErrorCode::PARSE_ERROR, format!("invalid result: {err}")))
+}
+
 impl PeerSocket {
-    fn on_call(&mut self, req: AnyRequest) -> PeerSocketResponseFuture {
+    fn on_call<T>(&self, req: AnyRequest, result: fn(AnyResult) -> Result<T, ResponseError>) -> PeerSocketResponseFuture<T> {
         let (tx, rx) = oneshot::channel();
+        // If this fails, the oneshot channel is closed too: the future answers with an error.
         let _: Result<_, _> = self.send(MainLoopEvent::OutgoingRequest(req, tx));
-        PeerSocketResponseFuture { rx }
+        PeerSocketResponseFuture { rx, result }
     }
 
     fn on_notify(&mut self, notif: AnyNotification) -> ControlFlow<Result<()>> {
@@ -75,7 +80,17 @@ macro_rules! define_socket_wrappers {
             }
 
             fn call(&mut self, req: AnyRequest) -> Self::Future {
-                self.0.on_call(req)
+                self.0.on_call(req, into_value)
+            }
+        }
+
+        impl $ty {
+            /// Forwards `req` (its `id` is replaced by the main loop's) and answers with its
+            /// result as the peer sent it (filepuff's patch, see `vendor/README.md`): JSON text
+            /// a service can give back as its own answer, written out verbatim, or read with
+            /// [`AnyResult::into_typed`]. A `null` or missing result is `AnyResult::Value(Null)`.
+            pub fn call_raw(&self, req: AnyRequest) -> PeerSocketResponseFuture<AnyResult> {
+                self.0.on_call(req, Ok)
             }
         }
 

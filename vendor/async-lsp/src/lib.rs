@@ -328,11 +328,17 @@ enum RpcVersion {
     V2,
 }
 
+/// One JSON-RPC message, as [`Message::decode`] reads it (public in filepuff's patch, see
+/// `vendor/README.md`: a caller that has already framed and decoded the peer's stream hands
+/// messages to [`MainLoop::run_messages`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
-enum Message {
+pub enum Message {
+    /// A request: it has an `id` and a `method`.
     Request(AnyRequest),
+    /// A response to one of this side's requests.
     Response(AnyResponse),
+    /// A notification: a `method` without an `id`.
     Notification(AnyNotification),
 }
 
@@ -362,48 +368,75 @@ pub struct AnyNotification {
     pub params: JsonValue,
 }
 
-/// A dynamic runtime response.
+/// A dynamic runtime response (its members are the main loop's).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
-struct AnyResponse {
+pub struct AnyResponse {
     id: RequestId,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<ResponseResult>,
+    result: Option<AnyResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ResponseError>,
 }
 
-/// A response's `result` (filepuff's patch, see `vendor/README.md`): as the peer sent it, kept
-/// as JSON text until the request's caller reads it in its own type (one parse, straight into
-/// that type, instead of a `serde_json::Value` tree built and then walked), or a value made
-/// here.
+/// A request's result (filepuff's patch, see `vendor/README.md`): a value made here, or JSON
+/// text as a peer sent it.
+///
+/// A response read from a peer keeps its `result` as text until the request's caller reads
+/// it: [`ServerSocket::request`] parses it once, straight into the request's result type,
+/// instead of building a `serde_json::Value` tree and walking it; a proxy can take it as it
+/// is ([`ServerSocket::call_raw`]) and give it back as its own service's answer, which the
+/// main loop writes out verbatim. Services may answer with a [`JsonValue`] or an `AnyResult`
+/// (the main loop takes any `Into<AnyResult>`).
 #[derive(Debug, Clone)]
-enum ResponseResult {
-    Raw(Box<serde_json::value::RawValue>),
+pub enum AnyResult {
+    /// A value made here.
     Value(JsonValue),
+    /// Valid JSON text, written as it is.
+    Raw(Box<serde_json::value::RawValue>),
 }
 
-impl ResponseResult {
-    fn into_typed<T: DeserializeOwned>(self) -> serde_json::Result<T> {
+impl AnyResult {
+    /// The result read into `T`.
+    ///
+    /// # Errors
+    /// The result does not have `T`'s shape.
+    pub fn into_typed<T: DeserializeOwned>(self) -> serde_json::Result<T> {
         match self {
-            ResponseResult::Raw(raw) => serde_json::from_str(raw.get()),
-            ResponseResult::Value(value) => serde_json::from_value(value),
+            AnyResult::Raw(raw) => serde_json::from_str(raw.get()),
+            AnyResult::Value(value) => serde_json::from_value(value),
+        }
+    }
+
+    /// The result as a `serde_json::Value` tree (raw text is parsed).
+    #[must_use]
+    pub fn into_value(self) -> JsonValue {
+        match self {
+            AnyResult::Value(value) => value,
+            // Raw text is valid JSON (it was read as such), and any JSON reads as a `Value`.
+            AnyResult::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(JsonValue::Null),
         }
     }
 }
 
-impl Serialize for ResponseResult {
+impl From<JsonValue> for AnyResult {
+    fn from(value: JsonValue) -> Self {
+        AnyResult::Value(value)
+    }
+}
+
+impl Serialize for AnyResult {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
-            ResponseResult::Raw(raw) => raw.serialize(serializer),
-            ResponseResult::Value(value) => value.serialize(serializer),
+            AnyResult::Raw(raw) => raw.serialize(serializer),
+            AnyResult::Value(value) => value.serialize(serializer),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for ResponseResult {
+impl<'de> Deserialize<'de> for AnyResult {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        JsonValue::deserialize(deserializer).map(ResponseResult::Value)
+        JsonValue::deserialize(deserializer).map(AnyResult::Value)
     }
 }
 
@@ -611,7 +644,10 @@ impl Message {
     /// (and a valid `error` or none, `result` at most once); else a notification needs a valid
     /// `method`. A member that only another variant uses may be anything (the derive ignored
     /// unknown fields); `jsonrpc` must be `"2.0"`, once.
-    fn decode(buf: &[u8]) -> Result<Self> {
+    ///
+    /// # Errors
+    /// `Error::Deserialize` when `buf` is not such a message.
+    pub fn decode(buf: &[u8]) -> Result<Self> {
         let wire = serde_json::from_slice::<Wire>(buf)?;
         let id = wire.id.valid();
         let method = wire.method.valid();
@@ -624,7 +660,7 @@ impl Message {
         };
         if let Some(id) = id {
             if let (Some(result), Some(error)) = (wire.result.or_absent(None), wire.error.or_absent(None)) {
-                let result = result.map(ResponseResult::Raw);
+                let result = result.map(AnyResult::Raw);
                 return Ok(Message::Response(AnyResponse { id, result, error }));
             }
         }
@@ -668,7 +704,8 @@ define_getters!(impl[S: LspService] MainLoop<S>, service: S);
 
 impl<S> MainLoop<S>
 where
-    S: LspService<Response = JsonValue>,
+    S: LspService,
+    S::Response: Into<AnyResult>,
     ResponseError: From<S::Error>,
 {
     /// Create a Language Server main loop.
@@ -716,11 +753,28 @@ where
     /// - `Error::Deserialize` when the peer sends undecodable or invalid message.
     /// - `Error::Protocol` when the peer violates Language Server Protocol.
     /// - Other errors raised from service handlers.
-    pub async fn run(mut self, input: impl AsyncBufRead, output: impl AsyncWrite) -> Result<()> {
-        pin_mut!(input, output);
+    pub async fn run(self, input: impl AsyncBufRead, output: impl AsyncWrite) -> Result<()> {
+        pin_mut!(input);
         let incoming = futures::stream::unfold(input, |mut input| async move {
             Some((Message::read(&mut input).await, input))
         });
+        self.run_messages(incoming, output).await
+    }
+
+    /// Drive the service main loop on messages already read and decoded (filepuff's patch, see
+    /// `vendor/README.md`): `incoming` yields them in the peer's order, and its end is the end
+    /// of the input (as [`Error::Eof`] from [`MainLoop::run`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MainLoop::run`]; `incoming`'s errors end the loop as a stream's read errors do.
+    pub async fn run_messages(
+        mut self,
+        incoming: impl futures::Stream<Item = Result<Message>>,
+        output: impl AsyncWrite,
+    ) -> Result<()> {
+        pin_mut!(output);
+        let incoming = incoming.chain(futures::stream::once(async { Err(Error::Eof) }));
         let outgoing = futures::sink::unfold(output, |mut output, msg| async move {
             Message::write(&msg, &mut output).await.map(|()| output)
         });
@@ -824,9 +878,10 @@ pin_project! {
     }
 }
 
-impl<Fut, Error> Future for RequestFuture<Fut>
+impl<Fut, T, Error> Future for RequestFuture<Fut>
 where
-    Fut: Future<Output = Result<JsonValue, Error>>,
+    Fut: Future<Output = Result<T, Error>>,
+    T: Into<AnyResult>,
     ResponseError: From<Error>,
 {
     type Output = AnyResponse;
@@ -835,7 +890,7 @@ where
         let this = self.project();
         let (mut result, mut error) = (None, None);
         match ready!(this.fut.poll(cx)) {
-            Ok(v) => result = Some(ResponseResult::Value(v)),
+            Ok(v) => result = Some(v.into()),
             Err(err) => error = Some(err.into()),
         }
         Poll::Ready(AnyResponse {
@@ -1074,6 +1129,46 @@ mod tests {
         f.run(input, output)
     }
 
+    /// filepuff's patch: a service's [`AnyResult::Raw`] answer is written out as the text it
+    /// holds (member order, spacing and number spelling kept), inside the response envelope.
+    #[test]
+    fn a_raw_answer_is_written_as_it_came() {
+        struct Raw;
+        impl Service<AnyRequest> for Raw {
+            type Response = AnyResult;
+            type Error = ResponseError;
+            type Future = std::future::Ready<Result<AnyResult, ResponseError>>;
+            fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ResponseError>> {
+                Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _req: AnyRequest) -> Self::Future {
+                let text = r#"{"z": 1, "a": [2.50]}"#.to_owned();
+                std::future::ready(Ok(AnyResult::Raw(serde_json::value::RawValue::from_string(text).unwrap())))
+            }
+        }
+        impl LspService for Raw {
+            fn notify(&mut self, _notif: AnyNotification) -> ControlFlow<Result<()>> {
+                ControlFlow::Continue(())
+            }
+            fn emit(&mut self, _event: AnyEvent) -> ControlFlow<Result<()>> {
+                ControlFlow::Continue(())
+            }
+        }
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"textDocument/hover","params":{}}"#;
+        let input = format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes();
+        // The loop panics if every socket is gone while it runs: keep one.
+        let (main_loop, _client) = MainLoop::new_server(|_| Raw);
+        let mut output = futures::io::Cursor::new(Vec::new());
+        {
+            let run = main_loop.run_buffered(futures::io::Cursor::new(input), &mut output);
+            let mut run = std::pin::pin!(run);
+            let polled = run.as_mut().poll(&mut Context::from_waker(std::task::Waker::noop()));
+            assert!(polled.is_ready(), "in-memory input and output: the loop answers and meets the end at once");
+        }
+        let written = String::from_utf8(output.into_inner()).unwrap();
+        assert!(written.contains(r#""id":7"#) && written.contains(r#""result":{"z": 1, "a": [2.50]}"#), "{written}");
+    }
+
     // filepuff's vendored copy has no dev-dependencies: polled once instead of `#[tokio::test]`.
     #[test]
     fn closed_client_socket() {
@@ -1112,7 +1207,7 @@ mod tests {
             Message::Response(mut response) => {
                 response.result = response
                     .result
-                    .map(|result| ResponseResult::Value(result.into_typed().expect("a result reads as a Value")));
+                    .map(|result| AnyResult::Value(result.into_typed().expect("a result reads as a Value")));
                 Message::Response(response)
             }
             other => other,
