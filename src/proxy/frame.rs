@@ -53,14 +53,13 @@ pub enum Frame {
 impl Frame {
     /// The JSON-RPC error response for an invalid frame, framed.
     pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": { "code": code, "message": message }
-        })
-        .to_string();
-        encode(body.as_bytes())
+        encode(error_body(id, code, message).as_bytes())
     }
+}
+
+/// The body of the JSON-RPC error response `{code, message}` to `id` (JSON-RPC 2.0 §5.1).
+fn error_body(id: &Value, code: i64, message: &str) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }).to_string()
 }
 
 /// Reads checked frames from the editor's stream (blocking reads, 64 KiB at a time).
@@ -207,8 +206,7 @@ pub fn check(body: Vec<u8>) -> Frame {
     // An error response to a usable id always reads (`tests::issue_16_…` checks the ones made).
     let replacement = if usable {
         let message = format!("filepuff: the editor's response was malformed: {problem}");
-        let body = serde_json::json!({ "jsonrpc": "2.0", "id": echo, "error": { "code": -32603, "message": message } });
-        Message::decode(body.to_string().as_bytes()).ok()
+        Message::decode(error_body(&echo, -32603, &message).as_bytes()).ok()
     } else {
         None
     };

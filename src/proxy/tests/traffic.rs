@@ -163,6 +163,42 @@ async fn a_servers_versioned_edit_reaches_an_editor_without_document_changes_as_
 }
 
 #[tokio::test]
+async fn a_server_keeps_being_heard_while_its_requests_wait_on_the_editor() {
+    // More server→editor requests waiting at once than async-lsp's default concurrency bound
+    // (the CPU count): with that bound the client's main loop stopped reading the server for
+    // good (clangd's `semanticTokens/refresh` after a rename, in Neovim).
+    let waiting = std::thread::available_parallelism().map_or(2, |n| n.get()) + 2;
+    let fake = FakeServer::register(
+        Script::new(json!({ "hoverProvider": true }))
+            .on("textDocument/hover", |_, _| Reply::Result(json!({ "contents": "still here" }))),
+    );
+    let servers = [Server { name: "fake", fake: &fake, encoding: None }];
+    let editor = Editor::start(&[("main.go", MAIN)], &servers, &["utf-16"]).await;
+    editor.open("main.go", MAIN).await;
+    let server = fake.instance(0).await;
+    server.wait_for("didOpen", |log| log.documents.keys().next().cloned()).await;
+
+    let answers: Vec<_> = (0..waiting)
+        .map(|n| {
+            let edit = json!({ "changes": {} });
+            tokio::spawn(server.request("workspace/applyEdit", json!({ "label": format!("edit {n}"), "edit": edit })))
+        })
+        .collect();
+    // Every request reaches the editor, and the server is still read while they wait.
+    let pending = editor.server_requests("workspace/applyEdit", waiting).await;
+    let id = editor.request("textDocument/hover", at_call(&editor)).await;
+    let hover = editor.answer(id).await.expect("a hover answer while the server's requests wait");
+    assert_eq!(hover["contents"], "still here", "{hover}");
+
+    for (id, _) in pending {
+        editor.respond(id, json!({ "applied": true })).await;
+    }
+    for answer in answers {
+        assert_eq!(answer.await.expect("the request task").expect("an answer"), json!({ "applied": true }));
+    }
+}
+
+#[tokio::test]
 async fn a_server_that_dies_mid_request_gives_the_editor_an_error_and_is_restarted() {
     let fake = FakeServer::register(
         Script::new(json!({ "definitionProvider": true })).on("textDocument/definition", |_, _| Reply::Exit),
