@@ -265,11 +265,18 @@ impl Workspace {
         canonical: impl FnOnce(&Path) -> PathBuf,
     ) -> Result<ResolvedPath, WorkspaceError> {
         let joined = if path.is_absolute() { Cow::Borrowed(path) } else { Cow::Owned(self.root.join(path)) };
-        let normalised = normalise_lexically(&joined)
-            .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?;
+        // Most paths (a server's URIs, an agent's relative names) are already normal: no copy.
+        let normalised = if is_lexically_normal(&joined) {
+            joined
+        } else {
+            Cow::Owned(
+                normalise_lexically(&joined)
+                    .ok_or_else(|| WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() })?,
+            )
+        };
         let real = canonical(&normalised);
-        if !real.starts_with(&self.root) {
-            if !normalised.starts_with(&self.root) {
+        let Some(below) = below_root(&real, &self.root) else {
+            if below_root(&normalised, &self.root).is_none() {
                 return Err(WorkspaceError::OutsideRoot { input: input.to_owned(), root: self.root.clone() });
             }
             return Err(WorkspaceError::SymlinkEscape {
@@ -277,8 +284,8 @@ impl Workspace {
                 target: real,
                 root: self.root.clone(),
             });
-        }
-        let relative = relative_string(real.strip_prefix(&self.root).unwrap_or(Path::new("")));
+        };
+        let relative = relative_string(below);
         Ok(ResolvedPath { absolute: real, relative })
     }
 }
@@ -413,9 +420,21 @@ fn file_uri_path(uri: &url::Url) -> Result<PathBuf, WorkspaceError> {
 /// no query or fragment, nothing non-ASCII), and no segment is `.` or `..` (which the parser
 /// would remove). `None` for any other string: parse it.
 fn plain_file_uri_path(uri: &str) -> Option<&str> {
+    /// The bytes a URL path keeps as they are, by value (one lookup per byte of a path).
+    const KEPT: [bool; 256] = {
+        let mut kept = [false; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            let b = byte as u8;
+            kept[byte] = b.is_ascii_alphanumeric()
+                || matches!(b, b'/' | b'-' | b'.' | b'_' | b'~' | b'!' | b'$')
+                || matches!(b, b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':' | b'@');
+            byte += 1;
+        }
+        kept
+    };
     let path = uri.strip_prefix("file://").filter(|path| path.starts_with('/'))?;
-    let kept = |b: &u8| b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(b);
-    if !path.as_bytes().iter().all(kept) || path.split('/').any(|segment| segment == "." || segment == "..") {
+    if !path.bytes().all(|b| KEPT[usize::from(b)]) || path.split('/').any(|segment| segment == "." || segment == "..") {
         return None;
     }
     Some(path)
@@ -434,6 +453,38 @@ fn uri_scheme(input: &str) -> Option<&str> {
         return None;
     }
     (scheme.eq_ignore_ascii_case("file") || input[colon + 1..].starts_with("//")).then_some(scheme)
+}
+
+/// Whether `path` is absolute and spelt as [`normalise_lexically`] would spell it: no empty,
+/// `.` or `..` segment, no trailing `/` (the root `/` itself is normal).
+fn is_lexically_normal(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    match bytes {
+        b"/" => true,
+        [b'/', rest @ ..] => rest.split(|&b| b == b'/').all(|segment| !matches!(segment, b"" | b"." | b"..")),
+        _ => false,
+    }
+}
+
+/// `path` below `root` (both absolute and lexically normal, as `Path::starts_with` and
+/// `strip_prefix` compare them: by components), or `None` when `path` is not `root` or
+/// inside it. Compares bytes where both are normal, components otherwise.
+fn below_root<'p>(path: &'p Path, root: &Path) -> Option<&'p Path> {
+    use std::os::unix::ffi::OsStrExt;
+    if !(is_lexically_normal(path) && is_lexically_normal(root)) {
+        return path.strip_prefix(root).ok();
+    }
+    let rest = path.as_os_str().as_bytes().strip_prefix(root.as_os_str().as_bytes())?;
+    let rest = match rest {
+        [] => rest,
+        // The root `/` ends in the separator already.
+        _ if root.as_os_str().len() == 1 => rest,
+        [b'/', rest @ ..] => rest,
+        // `/rootname` is not below `/root`.
+        _ => return None,
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
 }
 
 /// Resolves `.` and `..` without touching the file system; `None` if `..` climbs above `/`.

@@ -195,3 +195,42 @@ proptest! {
         }
     }
 }
+
+/// A path spelt from segments an absolute or relative path may hold, normal or not.
+fn spelt_path() -> impl Strategy<Value = String> {
+    let segment = prop::sample::select(vec!["", ".", "..", "a", "ab", "b", "root", "rootx", "é"]);
+    (any::<bool>(), prop::collection::vec(segment, 0..6), any::<bool>()).prop_map(|(absolute, segments, trailing)| {
+        let mut path = segments.join("/");
+        if absolute {
+            path.insert(0, '/');
+        }
+        if trailing {
+            path.push('/');
+        }
+        path
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn the_byte_comparisons_answer_what_components_answer(
+        root in spelt_path(),
+        joint in prop::sample::select(vec!["", "/", "//", "x", "/./", "/../"]),
+        tail in spelt_path(),
+        alone in spelt_path(),
+    ) {
+        let root = format!("/{root}");
+        // A path spelt from the root (inside it, beside it as `/rootx`, or only lexically),
+        // and one that has nothing to do with it.
+        for path in [format!("{root}{joint}{tail}"), alone] {
+            let (path, root) = (Path::new(&path), Path::new(&root));
+            if is_lexically_normal(path) {
+                let normalised = normalise_lexically(path);
+                prop_assert_eq!(normalised.as_deref(), Some(path));
+            }
+            prop_assert_eq!(below_root(path, root), path.strip_prefix(root).ok(), "{:?} below {:?}", path, root);
+        }
+    }
+}
