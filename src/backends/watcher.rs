@@ -70,7 +70,7 @@ impl Backends {
                 }
             }
         };
-        let watcher = match notify::recommended_watcher(handler) {
+        let watcher = match crate::workspace::change_watcher(handler) {
             Ok(watcher) => Arc::new(parking_lot::Mutex::new(watcher)),
             Err(err) => {
                 tracing::warn!(server = %client.name, "cannot watch {}: {err}", client.root.display());

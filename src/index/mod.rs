@@ -124,7 +124,7 @@ impl FileIndex {
                 dirty.insert(path);
             }
         };
-        match notify::recommended_watcher(handler) {
+        match crate::workspace::change_watcher(handler) {
             Ok(mut watcher) => match watcher.watch(&self.root, RecursiveMode::NonRecursive) {
                 Ok(()) => *self.watcher.lock() = Some(watcher),
                 Err(err) => *self.watch_error.lock() = Some(err.to_string()),

@@ -124,6 +124,39 @@ async fn new_directories_are_watched_and_packages_are_not() {
     server.wait_for("later.go", sent("later.go")).await;
     let all = server.log().notifications("workspace/didChangeWatchedFiles");
     assert!(all.iter().all(|p| !p.to_string().contains("hidden")), "{all:?}");
+
+    // The kernel is asked for changes only: a file or directory opened below the root (by the
+    // server, a build, a `grep`) does not wake the watcher (no IN_OPEN, IN_CLOSE_NOWRITE).
+    let masks = inotify_masks(&root.join("pkg/sub"));
+    assert!(!masks.is_empty(), "no inotify watch of pkg/sub in /proc/self/fdinfo");
+    for mask in masks {
+        assert_eq!(mask & (IN_OPEN | IN_CLOSE_NOWRITE | IN_ACCESS), 0, "watch mask {mask:#x}");
+        assert_eq!(mask & (IN_CREATE | IN_MODIFY | IN_DELETE), IN_CREATE | IN_MODIFY | IN_DELETE, "{mask:#x}");
+    }
+}
+
+/// `inotify(7)` event bits, as `/proc/PID/fdinfo` shows a watch's mask.
+const IN_ACCESS: u64 = 0x1;
+const IN_MODIFY: u64 = 0x2;
+const IN_CLOSE_NOWRITE: u64 = 0x10;
+const IN_OPEN: u64 = 0x20;
+const IN_CREATE: u64 = 0x100;
+const IN_DELETE: u64 = 0x200;
+
+/// The masks of this process's inotify watches of `dir` (found by its inode in
+/// `/proc/self/fdinfo`, whose lines read `inotify wd:… ino:HEX sdev:… mask:HEX …`).
+fn inotify_masks(dir: &std::path::Path) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = format!("ino:{:x} ", std::fs::metadata(dir).expect("the directory").ino());
+    let mut masks = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fdinfo").expect("/proc/self/fdinfo").flatten() {
+        let Ok(info) = std::fs::read_to_string(entry.path()) else { continue };
+        for line in info.lines().filter(|line| line.starts_with("inotify ") && line.contains(&ino)) {
+            let mask = line.split_whitespace().find_map(|field| field.strip_prefix("mask:"));
+            masks.extend(mask.and_then(|hex| u64::from_str_radix(hex, 16).ok()));
+        }
+    }
+    masks
 }
 
 #[tokio::test]
