@@ -309,11 +309,20 @@ fn excerpt_of(line: &str, column: usize, max_chars: usize) -> String {
     format!("{before}{}{after}", window.trim())
 }
 
-/// The first `max_chars` characters of 0-based `line` without its break, and whether the line
-/// was longer. `None` past the end of the text.
-pub fn line_prefix(text: &Rope, line: usize, max_chars: usize) -> Option<(RopeSlice<'_>, bool)> {
-    let slice = line_text(text, line)?;
-    Some(if slice.len_chars() > max_chars { (slice.slice(..max_chars), true) } else { (slice, false) })
+/// The 0-based lines `lines` in order (those past the end of the text left out): each line's
+/// first `max_chars` characters without its break, and whether the line was longer. One
+/// descent of the rope to the first line, then the lines one after the other (a preview's
+/// seven lines cost one lookup, not seven).
+pub fn line_prefixes(
+    text: &Rope,
+    lines: Range<usize>,
+    max_chars: usize,
+) -> impl Iterator<Item = (RopeSlice<'_>, bool)> {
+    let first = lines.start.min(text.len_lines());
+    text.lines_at(first).take(lines.end.saturating_sub(first)).map(move |line| {
+        let line = line.byte_slice(..line.len_bytes() - line_break_len(line));
+        if line.len_chars() > max_chars { (line.slice(..max_chars), true) } else { (line, false) }
+    })
 }
 
 /// What [`read_window`] took from a text.

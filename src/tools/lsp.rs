@@ -763,8 +763,7 @@ fn preview(text: &Rope, line: usize) -> String {
     let first = line.saturating_sub(PREVIEW_CONTEXT).max(1);
     let last = (line + PREVIEW_CONTEXT).min(total);
     let mut out = String::new();
-    for number in first..=last {
-        let Some((shown, cut)) = position::line_prefix(text, number - 1, MAX_LINE_CHARS) else { continue };
+    for (number, (shown, cut)) in (first..).zip(position::line_prefixes(text, first - 1..last, MAX_LINE_CHARS)) {
         // Written in place: no string per line.
         use std::fmt::Write as _;
         let _ = writeln!(out, "{number:>6}\t{shown}{}", if cut { "…" } else { "" });

@@ -370,7 +370,8 @@ fn line_excerpt_windows_a_long_line_around_the_column() {
     assert!(excerpt.starts_with('…') && excerpt.ends_with('…') && excerpt.contains('X'), "{excerpt}");
     assert_eq!(excerpt.chars().count(), 302);
     assert_eq!(line_excerpt(&text, 5, 1, 300), None);
-    assert_eq!(line_prefix(&text, 0, 3).map(|(s, cut)| (s.to_string(), cut)), Some(("aaa".to_owned(), true)));
+    let prefixes: Vec<(String, bool)> = line_prefixes(&text, 0..5, 3).map(|(s, cut)| (s.to_string(), cut)).collect();
+    assert_eq!(prefixes, [("aaa".to_owned(), true), ("sho".to_owned(), true), (String::new(), false)]);
 }
 
 /// `line_text` takes a line within one chunk as a slice of the chunk's `&str`, and a line across
@@ -407,6 +408,14 @@ fn line_text_within_and_across_chunks_is_the_ropes_line_without_its_break() {
     assert!(across > 10, "some lines cross chunks ({across})");
     assert!(at_chunk_start > 0, "a line starts a chunk ({at_chunk_start})");
     assert_eq!(line_text(&text, text.len_lines()), None);
+    // The same lines one after the other, from any first line, past the end too.
+    for first in [0, 1, 17, text.len_lines() / 2, text.len_lines() - 3] {
+        let lines = first..first + 40;
+        let one_by_one: Vec<String> =
+            lines.clone().filter_map(|line| line_text(&text, line)).map(|s| s.to_string()).collect();
+        let in_order: Vec<String> = line_prefixes(&text, lines, usize::MAX).map(|(s, _)| s.to_string()).collect();
+        assert_eq!(in_order, one_by_one, "from line {first}");
+    }
 }
 
 /// A server's position through the rope's own line and character lookups
