@@ -478,9 +478,9 @@ fn is_lexically_normal(path: &Path) -> bool {
     }
 }
 
-/// `path` below `root` (both absolute and lexically normal, as `Path::starts_with` and
-/// `strip_prefix` compare them: by components), or `None` when `path` is not `root` or
-/// inside it. Compares bytes where both are normal, components otherwise.
+/// What `path.strip_prefix(root)` answers (`path` relative to `root`, empty for `root` itself;
+/// `None` when `path` is neither `root` nor inside it), found by comparing bytes when both are
+/// lexically normal ([`is_lexically_normal`]), by std's component walk otherwise.
 fn below_root<'p>(path: &'p Path, root: &Path) -> Option<&'p Path> {
     use std::os::unix::ffi::OsStrExt;
     if !(is_lexically_normal(path) && is_lexically_normal(root)) {
