@@ -389,13 +389,9 @@ impl LspClient {
         let serial = me.serial;
         let (mainloop, mut server) = MainLoop::new_client(move |_server| {
             let router = router::server_router(router_state, Relay { link: upstream, me }, published);
-            // async-lsp's main loop waits for a free slot before reading on, and only a request
-            // it polls can free one: with the default (the CPU count, 2 here) a server's third
-            // request waiting on the editor (clangd's `semanticTokens/refresh` after a rename)
-            // stopped the loop for good. Server requests are few and short: a wide bound.
             ServiceBuilder::new()
                 .layer(CatchUnwindLayer::default())
-                .layer(ConcurrencyLayer::new(std::num::NonZeroUsize::new(1024).expect("nonzero")))
+                .layer(ConcurrencyLayer::new(super::transport::MAIN_LOOP_CONCURRENCY))
                 .service(router)
         });
         let (exited_tx, exited) = tokio::sync::watch::channel(false);

@@ -22,6 +22,14 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
+/// The bound of the `ConcurrencyLayer` in front of each async-lsp main loop, the editor's
+/// (`proxy/mod.rs`) and each server's (`backends/client.rs`): requests from that peer handled at
+/// once. async-lsp's main loop waits for a free slot before it reads on, and only a request it
+/// polls can free one, so with the default (the CPU count, 2 here) a server's third request
+/// waiting on the editor (clangd's `semanticTokens/refresh` after a rename) stopped the loop for
+/// good. Requests that wait are few and each is bounded by its own timeout: a wide bound.
+pub const MAIN_LOOP_CONCURRENCY: std::num::NonZeroUsize = std::num::NonZeroUsize::new(1024).unwrap();
+
 /// An `async_lsp::AnyRequest` of `method` with `params`, made without a trip through JSON: its
 /// `params` are moved in, not rebuilt. The id is a placeholder; async-lsp's main loop numbers
 /// outgoing requests itself. (The type is `#[non_exhaustive]`, hence the template.)

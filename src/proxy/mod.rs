@@ -48,7 +48,6 @@ mod tests;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -88,7 +87,7 @@ pub async fn serve(stream: EditorStream, root: Option<PathBuf>, agents: Arc<dyn 
     let (mainloop, editor) = MainLoop::new_server(move |_| {
         ServiceBuilder::new()
             .layer(CatchUnwindLayer::default())
-            .layer(ConcurrencyLayer::new(NonZeroUsize::new(1024).expect("nonzero")))
+            .layer(ConcurrencyLayer::new(crate::backends::transport::MAIN_LOOP_CONCURRENCY))
             .service(lifecycle::Proxy::new(service_shared))
     });
     let _ = shared.editor.set(editor);
