@@ -479,11 +479,14 @@ fn is_lexically_normal(path: &Path) -> bool {
 }
 
 /// What `path.strip_prefix(root)` answers (`path` relative to `root`, empty for `root` itself;
-/// `None` when `path` is neither `root` nor inside it), found by comparing bytes when both are
-/// lexically normal ([`is_lexically_normal`]), by std's component walk otherwise.
+/// `None` when `path` is neither `root` nor inside it), found by comparing bytes when `path` is
+/// lexically normal ([`is_lexically_normal`]), by std's component walk otherwise. `root` must be
+/// normal: it is the workspace's canonical root ([`Workspace::open`] canonicalises it), so that
+/// is decided once there, not on every call.
 fn below_root<'p>(path: &'p Path, root: &Path) -> Option<&'p Path> {
     use std::os::unix::ffi::OsStrExt;
-    if !(is_lexically_normal(path) && is_lexically_normal(root)) {
+    debug_assert!(is_lexically_normal(root), "the root {root:?} is canonical");
+    if !is_lexically_normal(path) {
         return path.strip_prefix(root).ok();
     }
     let rest = path.as_os_str().as_bytes().strip_prefix(root.as_os_str().as_bytes())?;
