@@ -165,6 +165,21 @@ pub struct ReferenceInfo {
     pub text: Option<String>,
 }
 
+impl ReferenceInfo {
+    /// The length of its compact JSON ([`super::local::json_len`] of it), counted without
+    /// writing it: the page rule measures each of an answer's hundreds of references.
+    fn json_len(&self) -> usize {
+        use page::{decimal_len, json_string_len};
+        // `{"line":…,"column":…,"end_line":…,"end_column":…}`, then `,"text":"…"` when present.
+        const KEYS: usize = r#"{"line":,"column":,"end_line":,"end_column":}"#.len();
+        KEYS + decimal_len(self.line)
+            + decimal_len(self.column)
+            + decimal_len(self.end_line)
+            + decimal_len(self.end_column)
+            + self.text.as_deref().map_or(0, |text| r#","text":"#.len() + json_string_len(text))
+    }
+}
+
 /// A reference with its file, for paging: its JSON is the reference's alone (the file is
 /// counted once per group by [`references_page`]).
 struct InFile {
@@ -350,12 +365,13 @@ fn references_page(
     // A file's group costs its name and brackets once, where the page enters it.
     let mut last_file: Option<String> = None;
     let references: Vec<InFile> = references.into_iter().map(InFile::from).collect();
-    let (kept, page) = page::page(references, limits, "references", |r: &InFile| {
+    let (kept, page) = page::page_measured(references, limits, "references", |r: &InFile| {
+        let length = r.reference.json_len();
         if last_file.as_deref() == Some(r.file.as_str()) {
-            return 0;
+            return length;
         }
         last_file = Some(r.file.clone());
-        r.file.len() + if r.outside_root { 60 } else { 40 }
+        length + r.file.len() + if r.outside_root { 60 } else { 40 }
     });
     let mut files: Vec<FileReferences> = Vec::new();
     for InFile { file, outside_root, reference } in kept {
@@ -863,14 +879,26 @@ pub fn render_definition(output: &DefinitionOutput) -> String {
     out
 }
 
-/// Readable text of `find_references`.
+/// Readable text of `find_references`: per file, `path (count)`, then `  line:column  text` per
+/// reference. Written with `push_str` and `itoa` (no formatting machinery): an answer holds
+/// hundreds of references.
 pub fn render_references(output: &ReferencesOutput) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
+    let mut numbers = itoa::Buffer::new();
+    let references: usize = output.files.iter().map(|file| file.references.len()).sum();
+    let mut out = String::with_capacity(references * 64 + output.files.iter().map(|f| f.file.len() + 8).sum::<usize>());
     for file in &output.files {
-        let _ = writeln!(out, "{} ({})", file.file, file.references.len());
+        out.push_str(&file.file);
+        out.push_str(" (");
+        out.push_str(numbers.format(file.references.len()));
+        out.push_str(")\n");
         for r in &file.references {
-            let _ = writeln!(out, "  {}:{}  {}", r.line, r.column, r.text.as_deref().unwrap_or(""));
+            out.push_str("  ");
+            out.push_str(numbers.format(r.line));
+            out.push(':');
+            out.push_str(numbers.format(r.column));
+            out.push_str("  ");
+            out.push_str(r.text.as_deref().unwrap_or(""));
+            out.push('\n');
         }
     }
     out.push_str(&format!("{} reference(s) in {} file(s)\n", output.total_references, output.total_files));
@@ -1169,6 +1197,68 @@ mod tests {
 
     /// Issue 16: a reference in a 15 MB one-line file must not bring the whole line back, once
     /// per reference.
+    #[test]
+    fn a_references_length_is_counted_as_serde_json_writes_it() {
+        for text in [None, Some(""), Some("pkgs, err := packages.Load(cfg, src)"), Some("\"q\" \\ \t\u{1} é 😀")] {
+            for (line, column) in [(1, 1), (9, 10), (135, 24), (99_999, 1_000_000)] {
+                let reference = ReferenceInfo {
+                    line,
+                    column,
+                    end_line: line + 1,
+                    end_column: column + 4,
+                    text: text.map(str::to_owned),
+                };
+                assert_eq!(reference.json_len(), super::super::local::json_len(&reference), "{reference:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn references_render_as_a_file_header_then_a_line_per_reference() {
+        let reference = |line, column, text: Option<&str>| ReferenceInfo {
+            line,
+            column,
+            end_line: line,
+            end_column: column + 4,
+            text: text.map(str::to_owned),
+        };
+        let output = ReferencesOutput {
+            files: vec![
+                FileReferences {
+                    file: "cmd/bundle/main.go".into(),
+                    outside_root: false,
+                    references: vec![
+                        reference(135, 24, Some("pkgs, err := packages.Load(cfg, *dstPath)")),
+                        reference(186, 7, None),
+                    ],
+                },
+                FileReferences {
+                    file: "/usr/local/go/src/go/types/api.go".into(),
+                    outside_root: true,
+                    references: vec![reference(1, 1, None)],
+                },
+            ],
+            total_references: 3,
+            total_files: 2,
+            page: PageInfo::whole(3),
+            answer: AnswerInfo {
+                server: "gopls v0.21".into(),
+                completeness: "complete".into(),
+                restarted: false,
+                line: 1,
+                column: 1,
+                approximate: false,
+                note: None,
+            },
+        };
+        assert_eq!(
+            render_references(&output),
+            "cmd/bundle/main.go (2)\n  135:24  pkgs, err := packages.Load(cfg, *dstPath)\n  186:7  \n\
+             /usr/local/go/src/go/types/api.go (1)\n  1:1  \n\
+             3 reference(s) in 2 file(s)\n[gopls v0.21: complete]\n"
+        );
+    }
+
     #[test]
     fn long_lines_are_cut_around_the_location() {
         let line = format!("{}needle{}", "a".repeat(10_000), "b".repeat(10_000));

@@ -105,6 +105,18 @@ pub(crate) fn page<T: Serialize>(
     unit: &str,
     mut extra: impl FnMut(&T) -> usize,
 ) -> (Vec<T>, PageInfo) {
+    page_measured(items, limits, unit, |item| json_len(item) + extra(item))
+}
+
+/// [`page`] with each item's whole cost — its JSON length plus any extra — given by `cost`,
+/// for items whose length is counted without writing them (a list of hundreds of references,
+/// [`json_string_len`]); `cost` must answer what [`page`] would count.
+pub(crate) fn page_measured<T>(
+    items: Vec<T>,
+    limits: Limits,
+    unit: &str,
+    mut cost: impl FnMut(&T) -> usize,
+) -> (Vec<T>, PageInfo) {
     let total = items.len();
     let offset = limits.offset.min(total);
     let mut used = RESERVED_CHARS;
@@ -114,7 +126,7 @@ pub(crate) fn page<T: Serialize>(
         if kept.len() >= limits.max_results {
             break;
         }
-        let cost = json_len(&item) + extra(&item) + 1;
+        let cost = cost(&item) + 1;
         if used.saturating_add(cost) > limits.max_chars && !kept.is_empty() {
             budget_cut = true;
             break;
@@ -139,6 +151,27 @@ pub(crate) fn page<T: Serialize>(
     let info =
         PageInfo { total, offset: limits.offset, returned, truncated, next_offset: truncated.then_some(next), hint };
     (kept, info)
+}
+
+/// The length of `text` as a JSON string, quotes included, in the bytes `serde_json` writes:
+/// `"`, `\` and the control characters with a short escape (`\b \f \n \r \t`) take 2,
+/// the other control characters (below U+0020) 6 (`\u00XX`), every other byte 1 (non-ASCII
+/// characters are written as their UTF-8 bytes). Equals [`json_len`] of `text`.
+pub(crate) fn json_string_len(text: &str) -> usize {
+    let escapes: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + 2 + escapes
+}
+
+/// The length of `n` in decimal digits, as `serde_json` writes it ([`json_len`] of `n`).
+pub(crate) fn decimal_len(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |digits| digits as usize + 1)
 }
 
 #[cfg(test)]
@@ -205,6 +238,16 @@ mod tests {
         assert!(info.hint.as_deref().unwrap().starts_with("3 more references: max_results=0"), "{info:?}");
         let (_, info) = page(items, limits(0, 2, 1000), "references", |_| 0);
         assert!(info.hint.as_deref().unwrap().starts_with("1 more reference: "), "{info:?}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counted_lengths_are_what_serde_json_writes(text in "(?s).{0,40}", control in 0u8..0x20, n: usize) {
+            let text = format!("{text}{}\"\\\u{7f}é😀", char::from(control));
+            proptest::prop_assert_eq!(json_string_len(&text), json_len(&text));
+            proptest::prop_assert_eq!(decimal_len(n), json_len(&n));
+            proptest::prop_assert_eq!(decimal_len(n % 1000), json_len(&(n % 1000)));
+        }
     }
 
     #[test]
