@@ -621,13 +621,13 @@ fn panicked(panic: &Box<dyn std::any::Any + Send>) -> ToolError {
 
 /// A tool's readable text and its `structuredContent`: JSON text for the session's transport
 /// to write when `deferred` ([`structured`]), else a `Value`.
-fn finish_output<O: Serialize>(
+fn finish_output<O: Serialize + 'static>(
     output: &O,
     deferred: bool,
     render: fn(&O) -> String,
 ) -> (String, Result<serde_json::Value, serde_json::Error>) {
     let structured =
-        if deferred { serde_json::to_string(output).map(structured::deferred) } else { serde_json::to_value(output) };
+        if deferred { tools::structured_json(output).map(structured::deferred) } else { serde_json::to_value(output) };
     (render(output), structured)
 }
 

@@ -45,6 +45,20 @@ pub use page::{PageInfo, PageParams};
 pub use rename::{RenameSymbolOutput, RenameSymbolParams, rename_symbol};
 pub use show::{ShowInEditorOutput, ShowInEditorParams, show_in_editor};
 
+/// A tool's result as compact JSON text (MCP's `structuredContent`), byte for byte as
+/// `serde_json::to_string` writes it. The one place that decides how: serde_json's, except for
+/// an output of hundreds of items that writes its own without serde's per-field calls
+/// (`find_references`: [`ReferencesOutput::to_json`], held to serde_json's bytes by a test).
+///
+/// Errors: as `serde_json::to_string` (a map with non-string keys; never for these types).
+pub fn structured_json<O: serde::Serialize + 'static>(output: &O) -> serde_json::Result<String> {
+    let any: &dyn std::any::Any = output;
+    if let Some(references) = any.downcast_ref::<ReferencesOutput>() {
+        return references.to_json();
+    }
+    serde_json::to_string(output)
+}
+
 /// Text renderers, one per tool, used for MCP text content and CLI human output.
 pub mod render {
     pub use super::ast_query::render_text as ast_query;
