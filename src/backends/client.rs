@@ -606,9 +606,28 @@ impl LspClient {
         R::Params: Send + 'static,
         R::Result: Send + 'static,
     {
+        self.request_read::<R>(params, timeout, AnyResult::into_typed).await
+    }
+
+    /// [`LspClient::request`], its result read by `read` from the JSON text the server sent
+    /// (`AnyResult::Raw`; a `null` or missing result is `AnyResult::Value(Null)`) instead of
+    /// serde's derived code: for answers read faster by hand
+    /// ([`super::locations::read_locations`]). A result `read` refuses is a crash of the
+    /// server's answer ([`BackendError::Crashed`], as for [`LspClient::request`]).
+    pub async fn request_read<R>(
+        &self,
+        params: R::Params,
+        timeout: Duration,
+        read: fn(AnyResult) -> serde_json::Result<R::Result>,
+    ) -> Result<R::Result, BackendError>
+    where
+        R: lsp_types::request::Request,
+        R::Params: Send + 'static,
+        R::Result: Send + 'static,
+    {
         *self.last_used.lock() = Instant::now();
         let _in_flight = InFlight::new(&self.shared);
-        let mut future = Box::pin(self.server.request::<R>(params));
+        let mut future = Box::pin(self.server.request_read::<R>(params, read));
         let id = {
             let mut next = self.next_id.lock();
             let id = *next;

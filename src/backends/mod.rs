@@ -16,11 +16,13 @@
 //! synced again from the documents store; every start passes the crash-loop guard of
 //! `restart.rs` (backoff, then [`BackendError::Broken`]). `watcher.rs` forwards disk changes to
 //! the servers, `doctor.rs` reports what is installed, `ask.rs` asks a server about a document,
-//! `route.rs` decides which of a language's servers answers a method.
+//! `locations.rs` reads `Location[]` answers in one pass, `route.rs` decides which of a
+//! language's servers answers a method.
 
 mod ask;
 pub mod client;
 mod doctor;
+pub mod locations;
 mod restart;
 pub mod route;
 mod specs;

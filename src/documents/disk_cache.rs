@@ -10,16 +10,19 @@
 //!   those checks.
 //! - **Racy times** (as git's index): a file modified within [`RACY`] of being read is not kept,
 //!   since a second write in the same timestamp tick would leave the times unchanged.
-//! - **Bounded** by bytes of text ([`LIMIT_BYTES`]); the oldest entries go first.
+//! - **Bounded** by bytes of text and of each text's [`LineStarts`] (built once, when the text is
+//!   kept: 4 bytes a line) ([`LIMIT_BYTES`]); the oldest entries go first.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 
 use super::SourceText;
+use super::position::LineStarts;
 use crate::workspace::DocumentId;
 
 /// Text kept, in bytes, over all entries.
@@ -107,12 +110,15 @@ impl DiskCache {
     }
 
     fn put_stamped(&self, id: &DocumentId, stamp: Stamp, text: &SourceText, now: SystemTime) {
-        let bytes = text.text.len_bytes();
-        if bytes > LIMIT_BYTES / 4 || stamp.racy(now) {
+        if text.text.len_bytes() > LIMIT_BYTES / 4 || stamp.racy(now) {
             return;
         }
+        // Kept texts are read again and again and never change: their lines are found once.
+        let mut text = text.clone();
+        text.lines = text.lines.or_else(|| LineStarts::of(&text.text).map(Arc::new));
+        let bytes = text.text.len_bytes() + text.lines.as_ref().map_or(0, |lines| lines.heap_bytes());
         let mut inner = self.inner.lock();
-        if let Some(old) = inner.entries.insert(id.clone(), Entry { stamp, text: text.clone(), bytes }) {
+        if let Some(old) = inner.entries.insert(id.clone(), Entry { stamp, text, bytes }) {
             inner.bytes -= old.bytes;
         }
         inner.bytes += bytes;
@@ -144,6 +150,7 @@ mod tests {
             text: ropey::Rope::from_str(s),
             origin: Origin::Disk { modified: None, lossy: false },
             language: None,
+            lines: None,
         }
     }
 
@@ -189,7 +196,8 @@ mod tests {
     #[test]
     fn the_oldest_entries_go_first_past_the_byte_limit() {
         let cache = DiskCache::default();
-        let big = text(&"x".repeat(LIMIT_BYTES / 5));
+        // A fifth of the limit with its one line's start (4 bytes), which counts too.
+        let big = text(&"x".repeat(LIMIT_BYTES / 5 - 4));
         let later = SystemTime::now() + Duration::from_secs(60);
         let id = |n: u64| DocumentId::from_canonical(Path::new(&format!("/nowhere/{n}")));
         let stamp = |n: u64| Stamp { dev: 1, ino: n, size: 1, mtime: (1, 0), ctime: (1, 0) };
@@ -198,7 +206,7 @@ mod tests {
         }
         {
             let inner = cache.inner.lock();
-            assert!(inner.bytes <= LIMIT_BYTES);
+            assert_eq!(inner.bytes, LIMIT_BYTES / 5 * 5, "texts and their line starts");
             assert_eq!(inner.entries.len(), 5);
             assert!((7..12).all(|n| inner.entries.contains_key(&id(n))), "the newest five are kept");
         }

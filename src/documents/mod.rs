@@ -105,6 +105,9 @@ pub struct SourceText {
     pub text: Rope,
     pub origin: Origin,
     pub language: Option<Language>,
+    /// Where `text`'s lines start, when known: a text the disk cache keeps has them, built once
+    /// when it was kept (`disk_cache.rs`); an editor's buffer, which changes, has none.
+    pub lines: Option<std::sync::Arc<position::LineStarts>>,
 }
 
 /// Why a file could not be read as text.
@@ -321,6 +324,7 @@ impl DocumentStore {
                 text: document.text,
                 origin: Origin::Buffer { version: document.version },
                 language,
+                lines: None,
             });
         }
         let cached = match lstat {
@@ -427,6 +431,7 @@ fn load_with_metadata(
             text: Rope::from_str(&text),
             origin: Origin::Disk { modified, lossy },
             language: Language::from_path(path),
+            lines: None,
         },
         metadata,
     ))

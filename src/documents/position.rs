@@ -188,12 +188,106 @@ pub fn line_text(text: &Rope, line: usize) -> Option<RopeSlice<'_>> {
 }
 
 /// [`line_text`] as a string: borrowed from the rope's chunk when the line lies within one,
-/// else copied out of the tree.
-fn line_str(text: &Rope, line: usize) -> Option<Cow<'_, str>> {
-    Some(match rope_line(text, line)? {
+/// else copied out of the tree. With the text's [`LineStarts`], the line is found by its
+/// bytes, without counting line breaks in the rope.
+fn line_str<'a>(text: &'a Rope, lines: Option<&LineStarts>, line: usize) -> Option<Cow<'a, str>> {
+    let found = match lines {
+        Some(lines) => lines.line(text, line)?,
+        None => rope_line(text, line)?,
+    };
+    Some(match found {
         RopeLine::Chunk(within) => Cow::Borrowed(within),
         RopeLine::Slice(slice) => Cow::Owned(slice.to_string()),
     })
+}
+
+/// Where each line of one text starts: byte offsets (`u32`), the first 0, one more after each
+/// line break (LF, CR, CRLF: the rope's `cr_lines` breaks), so as many as `Rope::len_lines`.
+/// Built once for a text that is read often and never changes (a file's text as the disk
+/// cache keeps it, `documents/disk_cache.rs`): 4 bytes a line, and a line's bytes are then two
+/// loads, where [`rope_line`] counts the breaks of a chunk (about 2,500 instructions a line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineStarts {
+    starts: Box<[u32]>,
+    len: u32,
+}
+
+impl LineStarts {
+    /// The line starts of `text`; `None` for a text of 4 GiB or more (offsets past `u32`).
+    pub fn of(text: &Rope) -> Option<LineStarts> {
+        let len = u32::try_from(text.len_bytes()).ok()?;
+        let mut starts = Vec::with_capacity(text.len_lines());
+        starts.push(0u32);
+        let mut offset = 0usize;
+        // A CR ending the chunk before: its line starts after an LF that begins this one.
+        let mut cr_before = false;
+        for chunk in text.chunks() {
+            let bytes = chunk.as_bytes();
+            let mut from = 0;
+            if cr_before && bytes.first() == Some(&b'\n') {
+                *starts.last_mut().expect("a start per break") += 1;
+                from = 1;
+            }
+            cr_before = false;
+            for at in memchr::memchr2_iter(b'\n', b'\r', &bytes[from..]).map(|at| at + from) {
+                if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+                    continue; // The LF after it ends the break.
+                }
+                cr_before = bytes[at] == b'\r' && at + 1 == bytes.len();
+                starts.push((offset + at + 1) as u32);
+            }
+            offset += bytes.len();
+        }
+        Some(LineStarts { starts: starts.into_boxed_slice(), len })
+    }
+
+    /// Bytes this index holds (for a cache's byte bound).
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.len() * std::mem::size_of::<u32>()
+    }
+
+    /// Number of lines (`Rope::len_lines` of the text it was built from).
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Always false: a text has at least one line.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// 0-based `line` of `text` (the text this index was built from) without its break, as
+    /// [`rope_line`] finds it.
+    fn line<'a>(&self, text: &'a Rope, line: usize) -> Option<RopeLine<'a>> {
+        let start = *self.starts.get(line)? as usize;
+        let next = self.starts.get(line + 1).map(|&next| next as usize);
+        // One descent of the tree; the line and its break are nearly always in that chunk.
+        let (chunk, chunk_start, _, _) = text.chunk_at_byte(start);
+        let chunk_end = chunk_start + chunk.len();
+        if start >= chunk_start {
+            let within = |end: usize| RopeLine::Chunk(&chunk[start - chunk_start..end - chunk_start]);
+            match next {
+                Some(next) if next <= chunk_end => {
+                    let bytes = chunk.as_bytes();
+                    // The break before the next line: LF or CR at `next - 1`, CRLF one byte earlier.
+                    let crlf = next >= start + 2
+                        && bytes[next - 1 - chunk_start] == b'\n'
+                        && bytes[next - 2 - chunk_start] == b'\r';
+                    return Some(within(next - 1 - usize::from(crlf)));
+                }
+                None if chunk_end == self.len as usize => return Some(within(chunk_end)),
+                _ => {}
+            }
+        }
+        let end = match next {
+            Some(next) => {
+                let crlf = next >= start + 2 && text.byte(next - 1) == b'\n' && text.byte(next - 2) == b'\r';
+                next - 1 - usize::from(crlf)
+            }
+            None => self.len as usize,
+        };
+        Some(RopeLine::Slice(text.byte_slice(start..end)))
+    }
 }
 
 /// Where a line's text (without its break) lies in a rope.
@@ -290,7 +384,7 @@ pub fn char_limited(text: &Rope, range: &Range<usize>, max_chars: usize) -> (Ran
 /// column `column` (a third of the window before it), with `…` where it was cut. `None` past the
 /// end of the text.
 pub fn line_excerpt(text: &Rope, line: usize, column: usize, max_chars: usize) -> Option<String> {
-    Some(excerpt_of(&line_str(text, line)?, column, max_chars))
+    Some(excerpt_of(&line_str(text, None, line)?, column, max_chars))
 }
 
 /// [`line_excerpt`] of a line already looked up (without its break).
@@ -446,7 +540,7 @@ pub fn convert_position(text: &Rope, position: Position, from: Encoding, to: Enc
     if from == to {
         return (position, Fidelity::Exact);
     }
-    let Some(line) = line_str(text, position.line as usize) else {
+    let Some(line) = line_str(text, None, position.line as usize) else {
         return (position, Fidelity::Clamped);
     };
     let (byte, fidelity) = byte_of_column_in(line.chars(), position.character as usize, from);
@@ -477,7 +571,7 @@ pub fn offset_to_one_based(text: &Rope, offset: usize) -> (OneBased, Fidelity) {
 /// column inside a character or past the line's end clamps, a line past the end of the text
 /// gives the end of the text, both marked [`Fidelity::Clamped`].
 pub fn position_to_one_based(text: &Rope, position: Position, encoding: Encoding) -> (OneBased, Fidelity) {
-    let Some(line) = line_str(text, position.line as usize) else {
+    let Some(line) = line_str(text, None, position.line as usize) else {
         let (at, _) = offset_to_one_based(text, text.len_bytes());
         return (at, Fidelity::Clamped);
     };
@@ -497,7 +591,20 @@ pub fn range_to_one_based(
     encoding: Encoding,
     max_chars: usize,
 ) -> (OneBased, OneBased, Option<String>) {
-    let Some(line) = line_str(text, start.line as usize) else {
+    range_to_one_based_in(text, None, start, end, encoding, max_chars)
+}
+
+/// [`range_to_one_based`], with the text's [`LineStarts`] when it has them (the same answer,
+/// found without counting line breaks).
+pub fn range_to_one_based_in(
+    text: &Rope,
+    lines: Option<&LineStarts>,
+    start: Position,
+    end: Position,
+    encoding: Encoding,
+    max_chars: usize,
+) -> (OneBased, OneBased, Option<String>) {
+    let Some(line) = line_str(text, lines, start.line as usize) else {
         // Past the end of the text: both ends clamp there.
         let first = position_to_one_based(text, start, encoding).0;
         let excerpt =

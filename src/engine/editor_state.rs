@@ -180,6 +180,7 @@ mod tests {
                 text: Rope::from_str(text),
                 origin: Origin::Disk { modified: None, lossy },
                 language: None,
+                lines: None,
             })
         };
         assert_eq!(unsaved(&buffer, disk("a\n", false)), Some(false));

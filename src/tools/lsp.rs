@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lsp_types::request::{GotoDefinition, HoverRequest, References};
+use lsp_types::request::{GotoDefinition, HoverRequest};
 use lsp_types::{
     GotoDefinitionParams, GotoDefinitionResponse, HoverContents, HoverParams, Location, MarkedString,
     PartialResultParams, ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, Url,
@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::page::{self, Limits, PageInfo, PageParams};
 use super::{ErrorCode, ToolError, error::read_error};
+use crate::backends::locations::{ReferencesAsSent, read_locations};
 use crate::backends::{BackendError, Completeness, LspClient, Needs, Question};
 use crate::cancel::CancelFlag;
 use crate::documents::Language;
@@ -396,30 +397,17 @@ pub async fn find_references_on(
                 partial_result_params: PartialResultParams::default(),
                 context: ReferenceContext { include_declaration },
             };
-            async move { client.request::<ReferencesAsSent>(params, timeout).await.map(Option::unwrap_or_default) }
+            async move {
+                client
+                    .request_read::<ReferencesAsSent>(params, timeout, read_locations)
+                    .await
+                    .map(Option::unwrap_or_default)
+            }
         })
         .await?;
     let mut locator = Locator::new(engine, encoding);
     let references = locations.iter().map(|location| locator.info_at(&location.uri, location.range).0).collect();
     Ok(Some(references_page(references, &params.page, engine, answer)))
-}
-
-/// `textDocument/references` (LSP 3.17) with each location's `uri` kept as the server sent it:
-/// [`Locator`] parses it once per file, not once per location (gopls answers 148 locations in
-/// 45 files for `packages.Load` of golang.org/x/tools).
-enum ReferencesAsSent {}
-
-impl lsp_types::request::Request for ReferencesAsSent {
-    type Params = ReferenceParams;
-    type Result = Option<Vec<SentLocation>>;
-    const METHOD: &'static str = References::METHOD;
-}
-
-/// A `Location` with its `uri` unparsed.
-#[derive(Debug, Serialize, Deserialize)]
-struct SentLocation {
-    uri: String,
-    range: lsp_types::Range,
 }
 
 /// One page of `references` (in any order; sorted by file, line and column and deduplicated
@@ -762,8 +750,8 @@ pub(super) struct Locator<'e> {
 
 /// A file a server's location names, as [`Locator`] found it.
 enum Referenced {
-    /// Inside the root, with its current text.
-    Inside(ResolvedPath, Rope),
+    /// Inside the root, with its current text and, when known, where its lines start.
+    Inside(ResolvedPath, Rope, Option<Arc<position::LineStarts>>),
     /// Outside the root or unreadable: its path as shown (the URI when it is not a local path).
     Outside(String),
 }
@@ -786,7 +774,7 @@ impl<'e> Locator<'e> {
         if let Ok((resolved, lstat)) = self.resolver.resolve_uri_str_with_lstat(uri) {
             let limit = self.engine.workspace().config().limits.max_file_bytes;
             if let Ok(source) = self.engine.documents().text_after_lstat(&resolved.id(), limit, lstat.as_ref()) {
-                return Referenced::Inside(resolved, source.text);
+                return Referenced::Inside(resolved, source.text, source.lines);
             }
         }
         let path = Url::parse(uri).ok().and_then(|url| url.to_file_path().ok());
@@ -804,9 +792,10 @@ impl<'e> Locator<'e> {
         let encoding = self.encoding;
         let position = |p: lsp_types::Position| position::Position { line: p.line, character: p.character };
         match self.file(uri) {
-            Referenced::Inside(resolved, text) => {
-                let (start, end, line_text) = position::range_to_one_based(
+            Referenced::Inside(resolved, text, lines) => {
+                let (start, end, line_text) = position::range_to_one_based_in(
                     text,
+                    lines.as_deref(),
                     position(range.start),
                     position(range.end),
                     encoding,

@@ -455,3 +455,36 @@ fn positions_on_lines_within_and_across_chunks_convert_as_the_ropes_lookups() {
         }
     }
 }
+
+/// A text of many chunks (so lines and CRLFs fall across chunk ends) from pieces of `pieces`.
+fn chunked_text(pieces: &[u8]) -> Rope {
+    const PIECES: [&str; 7] = ["a", "é", "🦀", "\n", "\r", "\r\n", "0123456789abcdefghijklmnopqrstuvwxyz"];
+    let text: String = pieces.iter().map(|&piece| PIECES[piece as usize % PIECES.len()]).collect();
+    // Built by inserts, as an edited buffer is: chunk ends land anywhere, a CR and its LF apart
+    // included.
+    let mut rope = Rope::new();
+    for (index, part) in text.as_bytes().chunks(61).enumerate() {
+        let part = std::str::from_utf8(part).map_or_else(|_| String::from_utf8_lossy(part).into_owned(), str::to_owned);
+        let at = if index % 3 == 0 { 0 } else { rope.len_chars() };
+        rope.insert(at, &part);
+    }
+    rope
+}
+
+proptest::proptest! {
+    /// Every line found by its [`LineStarts`] is the line [`rope_line`] finds, and there are
+    /// as many as the rope counts.
+    #[test]
+    fn line_starts_find_the_lines_the_rope_finds(pieces in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..900)) {
+        let text = chunked_text(&pieces);
+        let lines = LineStarts::of(&text).unwrap();
+        proptest::prop_assert_eq!(lines.len(), text.len_lines());
+        let as_string = |line: Option<RopeLine<'_>>| line.map(|line| match line {
+            RopeLine::Chunk(within) => within.to_owned(),
+            RopeLine::Slice(slice) => slice.to_string(),
+        });
+        for line in 0..=text.len_lines() {
+            proptest::prop_assert_eq!(as_string(lines.line(&text, line)), as_string(rope_line(&text, line)), "line {}", line);
+        }
+    }
+}

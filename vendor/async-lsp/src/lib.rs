@@ -56,7 +56,6 @@
 use std::any::{type_name, Any};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
-use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -927,6 +926,21 @@ macro_rules! impl_socket_wrapper {
                 self.0.request::<R>(params).await
             }
 
+            /// [`Self::request`], its result read by `read` (filepuff's patch, see
+            /// `vendor/README.md`): given the result as the peer sent it (a `null` or missing
+            /// one as `AnyResult::Value(Null)`), for a caller that reads some answers faster
+            /// than serde's derived code, or keeps parts of them as text.
+            ///
+            /// # Errors
+            /// As [`Self::request`]; what `read` returns as [`Error::Deserialize`].
+            pub async fn request_read<R: Request>(
+                &self,
+                params: R::Params,
+                read: fn(AnyResult) -> serde_json::Result<R::Result>,
+            ) -> Result<R::Result> {
+                self.0.request_read::<R>(params, read).await
+            }
+
             /// Send a notification to the peer and wait for its response.
             ///
             /// This is done asynchronously. An `Ok` result indicates the message is successfully
@@ -978,6 +992,14 @@ impl PeerSocket {
     }
 
     fn request<R: Request>(&self, params: R::Params) -> PeerSocketRequestFuture<R::Result> {
+        self.request_read::<R>(params, AnyResult::into_typed)
+    }
+
+    fn request_read<R: Request>(
+        &self,
+        params: R::Params,
+        read: fn(AnyResult) -> serde_json::Result<R::Result>,
+    ) -> PeerSocketRequestFuture<R::Result> {
         let req = AnyRequest {
             id: RequestId::Number(0),
             method: R::METHOD.into(),
@@ -987,10 +1009,7 @@ impl PeerSocket {
         // If this fails, the oneshot channel will also be closed, and it is handled by
         // `PeerSocketRequestFuture`.
         let _: Result<_, _> = self.send(MainLoopEvent::OutgoingRequest(req, tx));
-        PeerSocketRequestFuture {
-            rx,
-            _marker: PhantomData,
-        }
+        PeerSocketRequestFuture { rx, read }
     }
 
     fn notify<N: Notification>(&self, params: N::Params) -> Result<()> {
@@ -1008,10 +1027,10 @@ impl PeerSocket {
 
 struct PeerSocketRequestFuture<T> {
     rx: oneshot::Receiver<AnyResponse>,
-    _marker: PhantomData<fn() -> T>,
+    read: fn(AnyResult) -> serde_json::Result<T>,
 }
 
-impl<T: DeserializeOwned> Future for PeerSocketRequestFuture<T> {
+impl<T> Future for PeerSocketRequestFuture<T> {
     type Output = Result<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -1019,10 +1038,7 @@ impl<T: DeserializeOwned> Future for PeerSocketRequestFuture<T> {
             .poll(cx)
             .map_err(|_| Error::ServiceStopped))?;
         Poll::Ready(match resp.error {
-            None => Ok(match resp.result {
-                Some(result) => result.into_typed()?,
-                None => serde_json::from_value(JsonValue::Null)?,
-            }),
+            None => Ok((self.read)(resp.result.unwrap_or(AnyResult::Value(JsonValue::Null)))?),
             Some(err) => Err(Error::Response(err)),
         })
     }
