@@ -540,7 +540,7 @@ impl LspClient {
     /// Sends any request as it is (`method`, JSON `params`) and returns its pending answer
     /// with the id it was sent under, for [`LspClient::cancel`]. The request is queued before
     /// this returns, so it reaches the server after every notification sent before it. The
-    /// answer's result is the JSON text the server sent ([`AnyResult::Raw`]; a `null` or
+    /// answer's result is the JSON text the server sent, validated ([`AnyResult::Raw`]; a `null` or
     /// missing one is `AnyResult::Value(Null)`), so a proxy that changes nothing in it passes
     /// it on unparsed. A server that is gone makes the answer an error.
     pub fn forward(&self, method: &str, params: Value) -> (i32, Answer<AnyResult>) {
@@ -556,7 +556,15 @@ impl LspClient {
             Box::pin(async move {
                 let answer = answer.await;
                 drop(in_flight);
-                answer
+                // Written out as it is, so validated first (a plain response's result is not).
+                answer.and_then(|result| {
+                    result.checked().map_err(|err| {
+                        async_lsp::ResponseError::new(
+                            async_lsp::ErrorCode::PARSE_ERROR,
+                            format!("the language server's result is not JSON: {err}"),
+                        )
+                    })
+                })
             }),
         )
     }

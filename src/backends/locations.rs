@@ -37,8 +37,9 @@ impl lsp_types::request::Request for ReferencesAsSent {
 ///
 /// Errors: serde_json's, for a result that is not `Location[] | null`.
 pub fn read_locations(result: AnyResult) -> serde_json::Result<Option<Vec<SentLocation>>> {
-    if let AnyResult::Raw(raw) = &result
-        && let Some(read) = Scanner::new(raw.get()).answer()
+    // The scanner takes only JSON, so it may read text not yet validated (`AnyResult::Unchecked`).
+    if let Some(text) = result.text()
+        && let Some(read) = Scanner::new(text).answer()
     {
         return Ok(read);
     }

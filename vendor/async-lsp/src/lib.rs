@@ -393,6 +393,11 @@ pub enum AnyResult {
     Value(JsonValue),
     /// Valid JSON text, written as it is.
     Raw(Box<serde_json::value::RawValue>),
+    /// JSON text a peer sent whose extent was found by its brackets and quotes alone, not yet
+    /// validated ([`Message::decode`]'s plain responses): reading it validates it
+    /// ([`AnyResult::into_typed`], [`AnyResult::checked`]), and it is written out only once
+    /// it is valid.
+    Unchecked(Box<str>),
 }
 
 impl AnyResult {
@@ -403,7 +408,30 @@ impl AnyResult {
     pub fn into_typed<T: DeserializeOwned>(self) -> serde_json::Result<T> {
         match self {
             AnyResult::Raw(raw) => serde_json::from_str(raw.get()),
+            AnyResult::Unchecked(text) => serde_json::from_str(&text),
             AnyResult::Value(value) => serde_json::from_value(value),
+        }
+    }
+
+    /// The result with its text validated: an [`AnyResult::Unchecked`] becomes
+    /// [`AnyResult::Raw`], the others are returned as they are.
+    ///
+    /// # Errors
+    /// The unchecked text is not JSON.
+    pub fn checked(self) -> serde_json::Result<AnyResult> {
+        match self {
+            AnyResult::Unchecked(text) => serde_json::value::RawValue::from_string(text.into()).map(AnyResult::Raw),
+            other => Ok(other),
+        }
+    }
+
+    /// The result's JSON text as the peer sent it, when it is kept as text (validated or not).
+    #[must_use]
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            AnyResult::Raw(raw) => Some(raw.get()),
+            AnyResult::Unchecked(text) => Some(text),
+            AnyResult::Value(_) => None,
         }
     }
 
@@ -414,6 +442,8 @@ impl AnyResult {
             AnyResult::Value(value) => value,
             // Raw text is valid JSON (it was read as such), and any JSON reads as a `Value`.
             AnyResult::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(JsonValue::Null),
+            // Callers that may hold text that is not JSON check it first ([`AnyResult::checked`]).
+            AnyResult::Unchecked(text) => serde_json::from_str(&text).unwrap_or(JsonValue::Null),
         }
     }
 }
@@ -428,6 +458,9 @@ impl Serialize for AnyResult {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             AnyResult::Raw(raw) => raw.serialize(serializer),
+            AnyResult::Unchecked(text) => serde_json::value::RawValue::from_string(text.to_string())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
             AnyResult::Value(value) => value.serialize(serializer),
         }
     }
@@ -647,6 +680,14 @@ impl Message {
     /// # Errors
     /// `Error::Deserialize` when `buf` is not such a message.
     pub fn decode(buf: &[u8]) -> Result<Self> {
+        if let Some(response) = plain_response(buf) {
+            return Ok(Message::Response(response));
+        }
+        Self::decode_full(buf)
+    }
+
+    /// [`Message::decode`] of any frame, by serde_json's validating parse.
+    fn decode_full(buf: &[u8]) -> Result<Self> {
         let wire = serde_json::from_slice::<Wire>(buf)?;
         let id = wire.id.valid();
         let method = wire.method.valid();
@@ -682,6 +723,113 @@ impl Message {
         writer.flush().await?;
         Ok(())
     }
+}
+
+/// A response written in one of the two plain shapes servers write,
+/// `{"jsonrpc":"2.0","result":R,"id":N}` (gopls) or `{"jsonrpc":"2.0","id":N,"result":R}`, with
+/// no whitespace outside `R`, `N` a plain `i32` and `R` UTF-8 (filepuff's patch, see
+/// `vendor/README.md`). `R`'s extent is found by its quotes and brackets alone, so the frame is
+/// read in one light pass instead of serde_json's validating one (355 k instructions for gopls's
+/// 22 KB answer of 147 locations); `R` is kept as [`AnyResult::Unchecked`] and validated by
+/// whoever reads it. For a frame that is JSON this reads what [`Message::decode`]'s full path
+/// reads; a frame it takes that is not JSON has a result that is not JSON
+/// (`plain_responses_read_as_the_full_decode_does`), whose reader gets the parse error where the
+/// full path would have refused the frame. `None`: any other frame (the full path reads it).
+fn plain_response(buf: &[u8]) -> Option<AnyResponse> {
+    let rest = buf.strip_prefix(br#"{"jsonrpc":"2.0","#)?;
+    let (id, result) = if let Some(rest) = rest.strip_prefix(br#""result":"#) {
+        let (result, rest) = rest.split_at(json_value_len(rest)?);
+        let (id, rest) = plain_i32(rest.strip_prefix(br#","id":"#)?)?;
+        (rest == b"}").then_some((id, result))?
+    } else {
+        let (id, rest) = plain_i32(rest.strip_prefix(br#""id":"#)?)?;
+        let rest = rest.strip_prefix(br#","result":"#)?;
+        let (result, rest) = rest.split_at(json_value_len(rest)?);
+        (rest == b"}").then_some((id, result))?
+    };
+    let text = std::str::from_utf8(result).ok()?;
+    let result = (text != "null").then(|| AnyResult::Unchecked(text.into()));
+    Some(AnyResponse { id: RequestId::Number(id), result, error: None })
+}
+
+/// A JSON-RPC id as serde_json reads an `i32`: an optional `-`, then digits without a leading
+/// zero; and the bytes after it.
+fn plain_i32(bytes: &[u8]) -> Option<(i32, &[u8])> {
+    let sign = usize::from(bytes.first() == Some(&b'-'));
+    let digits = bytes[sign..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 10 || (digits > 1 && bytes[sign] == b'0') {
+        return None;
+    }
+    let end = sign + digits;
+    let id = std::str::from_utf8(&bytes[..end]).ok()?.parse::<i32>().ok()?;
+    Some((id, &bytes[end..]))
+}
+
+/// The length of the JSON value `bytes` starts with, by its quotes and brackets alone (no
+/// validation): a string to its closing quote, an object or array to the bracket that closes
+/// it (either kind counts), anything else to the next `,`, `}`, `]` or whitespace. `None` when
+/// it does not end in `bytes`.
+fn json_value_len(bytes: &[u8]) -> Option<usize> {
+    /// What each byte is to the scan: 0 nothing, or one of these.
+    const QUOTE: u8 = 1;
+    const OPEN: u8 = 2;
+    const CLOSE: u8 = 3;
+    const ESCAPE: u8 = 4;
+    const CLASS: [u8; 256] = {
+        let mut table = [0u8; 256];
+        table[b'"' as usize] = QUOTE;
+        table[b'{' as usize] = OPEN;
+        table[b'[' as usize] = OPEN;
+        table[b'}' as usize] = CLOSE;
+        table[b']' as usize] = CLOSE;
+        table[b'\\' as usize] = ESCAPE;
+        table
+    };
+    match *bytes.first()? {
+        b'"' => string_end(bytes, 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = 0;
+            while at < bytes.len() {
+                match CLASS[usize::from(bytes[at])] {
+                    QUOTE => {
+                        at = string_end(bytes, at + 1)?;
+                        continue;
+                    }
+                    OPEN => depth += 1,
+                    CLOSE => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+            None
+        }
+        _ => {
+            let end = bytes
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(bytes.len());
+            (end > 0).then_some(end)
+        }
+    }
+}
+
+/// Just past the quote that closes the string whose text starts at `at` (a `\` takes the byte
+/// after it with it).
+fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => return Some(at + 1),
+            b'\\' => at += 2,
+            _ => at += 1,
+        }
+    }
+    None
 }
 
 /// Service main loop driver for either Language Servers or Language Clients.
@@ -1279,6 +1427,106 @@ mod tests {
                 (Err(_), Err(_)) => {}
                 (a, b) => panic!("{case}: derived {a:?}, one pass {b:?}"),
             }
+        }
+    }
+
+    /// A JSON text from `seed` (an LCG): every kind of value, nested, strings with escapes and
+    /// non-ASCII characters, numbers of every form.
+    fn step(seed: &mut u64, n: u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*seed >> 33) % n
+    }
+
+    fn json_text(seed: &mut u64, depth: u32) -> String {
+        let kinds = if depth == 0 { 6 } else { 8 };
+        match step(seed, kinds) {
+            0 => "null".to_owned(),
+            1 => ["true", "false"][step(seed, 2) as usize].to_owned(),
+            2 => ["0", "-1", "17", "3.5", "-0.25e3", "1E-7", "2147483647"][step(seed, 7) as usize].to_owned(),
+            3 | 4 | 5 => {
+                let pieces = ["a", "\\\"", "\\\\", "\\n", "\\u00e9", "é", "🦀", "]", "}", ",", " ", "[", "{"];
+                let n = step(seed, 5);
+                let body: String = (0..n).map(|_| pieces[step(seed, pieces.len() as u64) as usize]).collect();
+                format!("\"{body}\"")
+            }
+            6 => {
+                let n = step(seed, 4);
+                let items: Vec<String> = (0..n).map(|_| json_text(seed, depth - 1)).collect();
+                format!("[{}]", items.join(","))
+            }
+            _ => {
+                let n = step(seed, 4);
+                let items: Vec<String> =
+                    (0..n).map(|i| format!("\"k{i}\":{}", json_text(seed, depth - 1))).collect();
+                format!("{{{}}}", items.join(","))
+            }
+        }
+    }
+
+    /// The response's id and result text (a validated copy of unchecked text), as compared.
+    fn response_parts(message: &Message) -> Option<(RequestId, Option<JsonValue>)> {
+        match message {
+            Message::Response(response) => Some((
+                response.id.clone(),
+                response.result.clone().map(|result| result.into_typed::<JsonValue>().expect("valid")),
+            )),
+            _ => None,
+        }
+    }
+
+    /// filepuff's patch: a plain response frame reads as the full decode reads it, with its
+    /// result's text as sent; any frame the plain path takes that the full decode refuses has
+    /// a result that is not JSON; and every other frame goes the full way.
+    #[test]
+    fn plain_responses_read_as_the_full_decode_does() {
+        let mut seed = 7;
+        for case in 0..3000 {
+            let result = json_text(&mut seed, 4);
+            let id = [0, 7, -3, 2147483647, -2147483648][case % 5];
+            let frame = if case % 2 == 0 {
+                format!(r#"{{"jsonrpc":"2.0","result":{result},"id":{id}}}"#)
+            } else {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+            };
+            let plain = plain_response(frame.as_bytes()).unwrap_or_else(|| panic!("not plain: {frame}"));
+            let text = plain.result.as_ref().and_then(AnyResult::text);
+            assert_eq!(text, (result != "null").then_some(result.as_str()), "{frame}");
+            let fast = Message::Response(plain);
+            let full = Message::decode_full(frame.as_bytes()).unwrap();
+            assert_eq!(response_parts(&fast), response_parts(&full), "{frame}");
+            // One byte changed anywhere.
+            if case % 10 == 0 {
+                for at in 0..frame.len() {
+                    for byte in [b'"', b'\\', b'[', b']', b'{', b'}', b',', b'1', b' ', b'x'] {
+                        let mut mutated = frame.clone().into_bytes();
+                        mutated[at] = byte;
+                        let Some(plain) = plain_response(&mutated) else { continue };
+                        let fast = Message::Response(plain.clone());
+                        let shown = String::from_utf8_lossy(&mutated);
+                        match Message::decode_full(&mutated) {
+                            Ok(full) => assert_eq!(response_parts(&fast), response_parts(&full), "{shown}"),
+                            Err(_) => {
+                                let text = plain.result.as_ref().and_then(AnyResult::text).expect("a result");
+                                assert!(serde_json::from_str::<serde::de::IgnoredAny>(text).is_err(), "{shown}");
+                                assert!(plain.result.unwrap().checked().is_err(), "{shown}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for other in [
+            r#"{"jsonrpc":"2.0", "result":1,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":1} "#,
+            r#"{"jsonrpc":"2.0","result":1,"id":1,"x":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":"s"}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":01}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":2147483648}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":1}"#,
+            r#"{"jsonrpc":"2.0","result":"unterminated,"id":1}"#,
+        ] {
+            assert!(plain_response(other.as_bytes()).is_none(), "{other}");
         }
     }
 
