@@ -217,6 +217,9 @@ class Workbench:
         self.page.keyboard.type(str(line))
         self.page.keyboard.press("Enter")
         wait_until(lambda: self.cursor().startswith(f"Ln {line},"), 10, f"the cursor on line {line}")
+        # Ctrl+F goes to whatever has the focus: from the Problems panel (just opened), to its own
+        # filter box. The focus reaches the editor after the go-to-line input closes.
+        wait_until(lambda: self.focus().startswith("editor:"), 10, f"the focus in the editor ({self.focus()})")
         self.page.keyboard.press("Control+F")
         self.page.wait_for_selector(".find-widget.visible textarea, .find-widget.visible input", state="visible")
         self.page.keyboard.press("Control+A")
