@@ -618,10 +618,11 @@ impl LspClient {
     }
 
     /// [`LspClient::request`], its result read by `read` from the JSON text the server sent
-    /// (`AnyResult::Raw`; a `null` or missing result is `AnyResult::Value(Null)`) instead of
+    /// (`AnyResult::Unchecked` for a plain response, which `read` must validate, else
+    /// `AnyResult::Raw`; a `null` or missing result is `AnyResult::Value(Null)`) instead of
     /// serde's derived code: for answers read faster by hand
-    /// ([`super::locations::read_locations`]). A result `read` refuses is a crash of the
-    /// server's answer ([`BackendError::Crashed`], as for [`LspClient::request`]).
+    /// ([`super::locations::read_locations`]). A result `read` refuses is reported as for
+    /// [`LspClient::request`] ([`BackendError::Crashed`], with serde_json's message).
     pub async fn request_read<R>(
         &self,
         params: R::Params,
