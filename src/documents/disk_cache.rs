@@ -72,7 +72,9 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<DocumentId, Entry>,
+    /// foldhash: a lookup per location of a server's answer, each one pass over the path's
+    /// bytes; seeded per process, so paths cannot be picked to collide.
+    entries: HashMap<DocumentId, Entry, foldhash::fast::RandomState>,
     /// Insertion order, oldest first (an id may appear again after a re-read; stale positions
     /// are skipped when evicting).
     order: VecDeque<(DocumentId, Stamp)>,

@@ -156,7 +156,9 @@ pub const BINARY_PROBE_BYTES: usize = 8 * 1024;
 /// ([`DocumentStore::wait_until`]).
 #[derive(Debug, Default)]
 pub struct DocumentStore {
-    documents: DashMap<DocumentId, Document>,
+    /// foldhash, as the disk cache's entries: DashMap hashes a key twice a lookup (its shard,
+    /// then the shard's table), and a references answer looks up each of its files.
+    documents: DashMap<DocumentId, Document, foldhash::fast::RandomState>,
     /// Bumped (and waiters woken) on every open, change and close.
     generation: Mutex<u64>,
     changed: Condvar,

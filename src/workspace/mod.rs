@@ -80,8 +80,27 @@ impl ResolvedPath {
 /// agent) are one `DocumentId` when `/link` is a symlink to the root `/real`. The documents
 /// store, the backends and the tools key by it; each face keeps the spelling it was given for
 /// its own answers. Cloning is O(1).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Equality and hashing are by the path's bytes: the path is lexically normal (no `.`, `..`,
+/// empty segment or trailing `/`), so its bytes are equal exactly when its components are, and
+/// the hash is one pass over them rather than `Path`'s walk of its components (a references
+/// answer looks up dozens of documents). Ordering is `Path`'s, by components, which agrees.
+#[derive(Clone, PartialOrd, Ord)]
 pub struct DocumentId(Arc<Path>);
+
+impl PartialEq for DocumentId {
+    fn eq(&self, other: &DocumentId) -> bool {
+        self.0.as_os_str() == other.0.as_os_str()
+    }
+}
+
+impl Eq for DocumentId {}
+
+impl std::hash::Hash for DocumentId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.as_os_str().hash(state);
+    }
+}
 
 impl DocumentId {
     /// The canonical absolute path.
@@ -99,6 +118,7 @@ impl DocumentId {
     /// An id for a path already known to be canonical (a walk under the canonical root, a test).
     /// Prefer [`Workspace::resolve`]: this does not canonicalise.
     pub fn from_canonical(path: &Path) -> DocumentId {
+        debug_assert!(is_lexically_normal(path), "{path:?} is not lexically normal");
         DocumentId(Arc::from(path))
     }
 }
@@ -563,8 +583,10 @@ fn canonicalize_existing_prefix_at_depth(path: &Path, depth: usize) -> PathBuf {
 fn relative_string(relative: &Path) -> String {
     // What `sandbox` passes (a real path's tail below the root) is already spelt so: copied as
     // it is, without walking its components.
-    if let Some(spelt) = relative.to_str()
-        && spelt.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = relative.as_os_str().as_bytes();
+    if bytes.split(|&b| b == b'/').all(|part| !matches!(part, b"" | b"." | b".."))
+        && let Ok(spelt) = std::str::from_utf8(bytes)
     {
         return spelt.to_owned();
     }
