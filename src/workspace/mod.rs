@@ -11,9 +11,14 @@
 //!   path whose real location leaves the root is refused;
 //! - NUL bytes (raw or percent-encoded) are refused;
 //! - URIs must be `file:` URIs with an empty or `localhost` authority.
+//!
+//! Resolutions come in batches ([`Workspace::resolver`]) that learn each directory's real
+//! location once; `real_dirs` remembers real directories across batches while inotify reports
+//! no change to them.
 
 mod config;
 pub mod open;
+mod real_dirs;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -273,7 +278,11 @@ impl Workspace {
     /// URIs of one answer (a server's references span dozens of files in a few directories).
     /// Answers are those of [`Workspace::resolve_uri`].
     pub fn resolver(&self) -> Resolver<'_> {
-        Resolver { workspace: self, dirs: HashMap::default() }
+        let real_dirs = real_dirs::global();
+        if let Some(real_dirs) = real_dirs {
+            real_dirs.refresh();
+        }
+        Resolver { workspace: self, dirs: HashMap::default(), real_dirs }
     }
 
     /// [`Workspace::resolve_path`] with `canonical` turning the lexically normalised absolute
@@ -315,13 +324,16 @@ impl Workspace {
 /// directory, once per batch, an `lstat` per component not yet seen) instead of a `readlink`
 /// per component (`realpath`). Made by [`Workspace::resolver`] for one answer; what it learnt
 /// is not checked again, so a batch must not outlive the answer it serves (a directory
-/// replaced by a symlink meanwhile would go unseen).
+/// replaced by a symlink meanwhile would go unseen). Directories known real across batches
+/// (`real_dirs`: inotify hears of their replacement) take no `lstat` at all.
 pub struct Resolver<'w> {
     workspace: &'w Workspace,
     /// Lexically normalised absolute directory → its real location. Keyed on the path's bytes
     /// with a cheap hash: `Path`'s own `Hash` walks its components, and SipHash guards against
     /// keys an adversary picks, which a batch's few dozen directories of one answer are not.
     dirs: HashMap<OsString, PathBuf, rustc_hash::FxBuildHasher>,
+    /// Read up to the time the batch was made.
+    real_dirs: Option<&'static real_dirs::RealDirs>,
 }
 
 impl Resolver<'_> {
@@ -369,7 +381,7 @@ impl Resolver<'_> {
         let workspace = self.workspace;
         let mut lstat = None;
         let resolved = workspace.sandbox(path, input, |normalised| {
-            let (real, metadata) = self.real(normalised);
+            let (real, metadata) = self.real(normalised, false);
             lstat = metadata;
             real
         })?;
@@ -381,15 +393,29 @@ impl Resolver<'_> {
     /// a symlink (`realpath(dir/name)` is `realpath(dir)/name` then; a missing one is appended as
     /// it is), else the whole path resolved as before. With it, the `lstat` of that real
     /// location when it was taken there: the last component exists and is not a symlink.
-    fn real(&mut self, path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
+    /// `learn`: `path` is a directory on the way to another path; remember it across batches
+    /// when it is real and its parent can be watched ([`real_dirs`]).
+    fn real(&mut self, path: &Path, learn: bool) -> (PathBuf, Option<std::fs::Metadata>) {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return (path.to_path_buf(), None) };
         // The real directory may be longer than its spelling (a symlink on the way): some room.
         let mut candidate = PathBuf::with_capacity(path.as_os_str().len() + 64);
         self.push_real_dir(parent, &mut candidate);
+        // Watched before the look, so that a change after it is heard.
+        let remember = match self.real_dirs {
+            Some(real_dirs) if learn && candidate == parent => {
+                real_dirs.watch(parent, parent == self.workspace.root).then_some(real_dirs)
+            }
+            _ => None,
+        };
         candidate.push(name);
         match std::fs::symlink_metadata(&candidate) {
             Ok(metadata) if metadata.file_type().is_symlink() => (canonicalize_existing_prefix(&candidate), None),
-            Ok(metadata) => (candidate, Some(metadata)),
+            Ok(metadata) => {
+                if let Some(real_dirs) = remember {
+                    real_dirs.learn(&candidate, &metadata);
+                }
+                (candidate, Some(metadata))
+            }
             Err(_) => (candidate, None),
         }
     }
@@ -406,7 +432,11 @@ impl Resolver<'_> {
             out.push(real);
             return;
         }
-        let (real, _) = self.real(dir);
+        if self.real_dirs.is_some_and(|real_dirs| real_dirs.is_known(dir)) {
+            out.push(dir);
+            return;
+        }
+        let (real, _) = self.real(dir, true);
         out.push(&real);
         self.dirs.insert(dir.as_os_str().to_owned(), real);
     }

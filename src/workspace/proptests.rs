@@ -236,3 +236,103 @@ proptest! {
         }
     }
 }
+
+/// One change to the tree of [`directories_changed_between_batches_answer_what_realpath_answers`]:
+/// names are picked from a few so that changes hit what earlier batches went through.
+#[derive(Debug, Clone)]
+enum Change {
+    /// `create_dir_all`, and a file `f` in it.
+    Make(String),
+    /// `rename`, a symlink to the new name left in the old one's place when `link`.
+    Move { from: String, to: String, link: bool },
+    /// Removes a directory (with what it holds) or a symlink.
+    Remove(String),
+    /// A symlink at the path to another of the tree's paths (relative to its directory).
+    Link { at: String, to: String },
+}
+
+fn tree_path() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..4).prop_map(|parts| parts.join("/"))
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        tree_path().prop_map(Change::Make),
+        (tree_path(), tree_path(), any::<bool>()).prop_map(|(from, to, link)| Change::Move { from, to, link }),
+        tree_path().prop_map(Change::Remove),
+        (tree_path(), tree_path()).prop_map(|(at, to)| Change::Link { at, to }),
+    ]
+}
+
+fn apply(root: &Path, change: &Change) {
+    // A change the tree does not allow (a missing source, a taken name) is simply not made.
+    match change {
+        Change::Make(dir) => {
+            if std::fs::create_dir_all(root.join(dir)).is_ok() {
+                let _ = std::fs::write(root.join(dir).join("f"), "x");
+            }
+        }
+        Change::Move { from, to, link } => {
+            if !to.starts_with(&format!("{from}/")) && std::fs::rename(root.join(from), root.join(to)).is_ok() && *link
+            {
+                let _ = symlink(root.join(to), root.join(from));
+            }
+        }
+        Change::Remove(path) => {
+            let path = root.join(path);
+            match std::fs::symlink_metadata(&path) {
+                Ok(metadata) if metadata.is_dir() => drop(std::fs::remove_dir_all(&path)),
+                Ok(_) => drop(std::fs::remove_file(&path)),
+                Err(_) => {}
+            }
+        }
+        Change::Link { at, to } => drop(symlink(root.join(to), root.join(at))),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Directories a batch went through are remembered across batches (`real_dirs`); any
+    /// change to the tree between two batches — moves, removals, symlinks swapped in — must
+    /// still leave every path of the next batch where `realpath` says it is.
+    #[test]
+    fn directories_changed_between_batches_answer_what_realpath_answers(
+        changes in prop::collection::vec(change(), 1..10)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for start in ["a/b/c", "b/a", "c"] {
+            apply(&root, &Change::Make(start.to_owned()));
+        }
+        let workspace = Workspace::with_config(&root, Config::default()).unwrap();
+        let names = ["a", "b", "c"];
+        let mut files = Vec::new();
+        for x in names {
+            files.push(format!("{x}/f"));
+            for y in names {
+                files.push(format!("{x}/{y}/f"));
+                for z in names {
+                    files.push(format!("{x}/{y}/{z}/f"));
+                }
+            }
+        }
+        let check = |workspace: &Workspace| -> Result<(), TestCaseError> {
+            // Twice: the first batch learns, the second answers from what it learnt.
+            for _ in 0..2 {
+                let mut batch = workspace.resolver();
+                for file in &files {
+                    let uri = url::Url::from_file_path(root.join(file)).unwrap();
+                    let by_realpath = workspace.resolve_uri_by_realpath(&uri).map_err(|err| err.to_string());
+                    prop_assert_eq!(batch.resolve_uri(&uri).map_err(|err| err.to_string()), by_realpath, "{}", file);
+                }
+            }
+            Ok(())
+        };
+        check(&workspace)?;
+        for change in &changes {
+            apply(&root, change);
+            check(&workspace)?;
+        }
+    }
+}

@@ -285,3 +285,56 @@ fn relative_strings_join_the_components() {
     let invalid = std::ffi::OsStr::from_bytes(b"a/\xff.go");
     assert_eq!(relative_string(Path::new(invalid)), "a/\u{fffd}.go");
 }
+
+/// Directories remembered across batches (`real_dirs`) are forgotten as soon as their entry
+/// changes: each way of replacing `pkg/` after a batch went through it — moved away with a
+/// symlink left in its place, a symlink in its parent's place, removed and made again, removed
+/// for good — is seen by the very next batch, with no wait.
+#[test]
+fn a_directory_replaced_after_a_batch_is_seen_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = "top/pkg/main.go";
+    std::fs::create_dir_all(root.join("top/pkg")).unwrap();
+    std::fs::write(root.join(file), "package main\n").unwrap();
+    let workspace = Workspace::with_config(&root, Config::default()).unwrap();
+    let resolve = || workspace.resolver().resolve_path_with_lstat(&root.join(file), file).unwrap();
+    let remembered = |relative: &str| real_dirs::global().is_some_and(|dirs| dirs.is_known(&root.join(relative)));
+
+    assert_eq!(resolve().0.relative, file);
+    // The second batch learns with its parents watched (the first did too, but check both).
+    assert_eq!(resolve().0.relative, file);
+    assert!(remembered("top") && remembered("top/pkg"), "ext4/tmpfs under the test's temp dir");
+
+    // Moved, a symlink left where it was: the same inode by a new real path.
+    std::fs::rename(root.join("top/pkg"), root.join("top/pkg2")).unwrap();
+    symlink("pkg2", root.join("top/pkg")).unwrap();
+    let (resolved, lstat) = resolve();
+    assert_eq!(resolved.relative, "top/pkg2/main.go");
+    assert!(lstat.is_some());
+    assert!(!remembered("top/pkg"));
+
+    // A symlink in the grandparent's place: everything below it is forgotten.
+    assert_eq!(
+        workspace.resolver().resolve_path_with_lstat(&root.join("top/pkg2/main.go"), "x").unwrap().0.relative,
+        "top/pkg2/main.go"
+    );
+    std::fs::rename(root.join("top"), root.join("real_top")).unwrap();
+    symlink("real_top", root.join("top")).unwrap();
+    assert_eq!(resolve().0.relative, "real_top/pkg2/main.go");
+    assert!(!remembered("top") && !remembered("top/pkg2"));
+
+    // Removed and made again as a real directory: real again, and remembered again.
+    std::fs::remove_file(root.join("top")).unwrap();
+    std::fs::create_dir_all(root.join("top/pkg")).unwrap();
+    std::fs::write(root.join(file), "package again\n").unwrap();
+    assert_eq!(resolve().0.relative, file);
+    assert_eq!(resolve().0.relative, file);
+    assert!(remembered("top/pkg"));
+
+    // Removed for good: the path is where it would be created, and no lstat.
+    std::fs::remove_dir_all(root.join("top")).unwrap();
+    let (resolved, lstat) = resolve();
+    assert_eq!((resolved.relative.as_str(), lstat.is_none()), (file, true));
+    assert!(!remembered("top"));
+}
