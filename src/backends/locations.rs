@@ -15,10 +15,11 @@ use async_lsp::AnyResult;
 use serde::{Deserialize, Serialize};
 
 /// A `Location` (LSP 3.17) with its `uri` unparsed, as the server sent it (a
-/// [`crate::workspace::Resolver`] parses each file's URI once, not once per location).
+/// [`crate::workspace::Resolver`] parses each file's URI once, not once per location). The
+/// scanner shares one `uri` among a file's consecutive locations (servers list them together).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SentLocation {
-    pub uri: String,
+    pub uri: std::sync::Arc<str>,
     pub range: lsp_types::Range,
 }
 
@@ -51,11 +52,13 @@ pub fn read_locations(result: AnyResult) -> serde_json::Result<Option<Vec<SentLo
 struct Scanner<'a> {
     text: &'a str,
     at: usize,
+    /// The last location's `uri`, shared with the next when it is the same.
+    last_uri: Option<std::sync::Arc<str>>,
 }
 
 impl<'a> Scanner<'a> {
     fn new(text: &'a str) -> Scanner<'a> {
-        Scanner { text, at: 0 }
+        Scanner { text, at: 0, last_uri: None }
     }
 
     /// The next byte after JSON whitespace (RFC 8259 §2: space, tab, LF, CR), not consumed.
@@ -140,9 +143,16 @@ impl<'a> Scanner<'a> {
     }
 
     fn location(&mut self) -> Option<SentLocation> {
-        let (uri, range) =
-            self.pair((br#""uri""#, br#""range""#), |scanner| scanner.string().map(str::to_owned), Self::range)?;
+        let (uri, range) = self.pair((br#""uri""#, br#""range""#), Self::uri, Self::range)?;
         Some(SentLocation { uri, range })
+    }
+
+    fn uri(&mut self) -> Option<std::sync::Arc<str>> {
+        let text = self.string()?;
+        match &self.last_uri {
+            Some(last) if **last == *text => Some(last.clone()),
+            _ => Some(self.last_uri.insert(text.into()).clone()),
+        }
     }
 
     fn range(&mut self) -> Option<lsp_types::Range> {
@@ -242,7 +252,7 @@ mod tests {
         let clangd =
             r#"[{"range":{"end":{"character":9,"line":3},"start":{"character":5,"line":3}},"uri":"file:///w/a.go"}]"#;
         let expected = vec![SentLocation {
-            uri: "file:///w/a.go".to_owned(),
+            uri: "file:///w/a.go".into(),
             range: lsp_types::Range::new(lsp_types::Position::new(3, 5), lsp_types::Position::new(3, 9)),
         }];
         for text in [gopls, clangd, &format!(" {}\n", gopls.replace(',', " ,\r\n\t"))] {
@@ -277,7 +287,7 @@ mod tests {
         }
         // serde_json ignores the unknown key and reads the escape: so does `read_locations`.
         let extra = format!("[{}]", plain.replace(r#"}}}"#, r#"}},"extra":true}"#));
-        assert_eq!(read(&extra).unwrap().unwrap()[0].uri, "file:///a");
+        assert_eq!(read(&extra).unwrap().unwrap()[0].uri, "file:///a".into());
     }
 
     /// One location in a plain shape: keys in the given orders, the given whitespace between
@@ -311,7 +321,7 @@ mod tests {
 
     fn location() -> impl Strategy<Value = SentLocation> {
         ("[ -~é🦀\\n\"\\\\]{0,12}", any::<[u32; 4]>()).prop_map(|(uri, [a, b, c, d])| SentLocation {
-            uri,
+            uri: uri.into(),
             range: lsp_types::Range::new(lsp_types::Position::new(a, b), lsp_types::Position::new(c, d)),
         })
     }

@@ -68,7 +68,9 @@ pub struct ReferencesParams {
 /// and `column` is the server's own unit, since filepuff does not read files outside the root.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LocationInfo {
-    pub file: String,
+    // An `Arc`: shared by the locations of one file (an answer names a few dozen files for
+    // hundreds of locations). Not a doc comment: that would be the schema's description.
+    pub file: Arc<str>,
     pub line: usize,
     pub column: usize,
     pub end_line: usize,
@@ -144,7 +146,7 @@ pub struct ReferencesOutput {
 pub struct FileReferences {
     /// Workspace-relative inside the root; absolute outside it (a standard library, a system
     /// header).
-    pub file: String,
+    pub file: Arc<str>,
     /// True when the file is outside the root: its references' columns are then the server's
     /// own units and they carry no `text`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -257,7 +259,7 @@ impl ReferenceInfo {
 /// A reference with its file, for paging: its JSON is the reference's alone (the file is
 /// counted once per group by [`references_page`]).
 struct InFile {
-    file: String,
+    file: Arc<str>,
     outside_root: bool,
     reference: ReferenceInfo,
 }
@@ -434,11 +436,11 @@ fn references_page(
         references.windows(2).filter(|pair| pair[0].file != pair[1].file).count() + usize::from(!references.is_empty());
     let limits = Limits::new(page, usize::MAX, engine.workspace().config().limits.max_output_chars);
     // A file's group costs its name and brackets once, where the page enters it.
-    let mut last_file: Option<String> = None;
+    let mut last_file: Option<Arc<str>> = None;
     let references: Vec<InFile> = references.into_iter().map(InFile::from).collect();
     let (kept, page) = page::page_measured(references, limits, "references", |r: &InFile| {
         let length = r.reference.json_len();
-        if last_file.as_deref() == Some(r.file.as_str()) {
+        if last_file.as_ref() == Some(&r.file) {
             return length;
         }
         last_file = Some(r.file.clone());
@@ -745,40 +747,53 @@ pub(super) struct Locator<'e> {
     resolver: crate::workspace::Resolver<'e>,
     /// Each referenced file (by the server's URI string), resolved and read once per answer;
     /// hashed cheaply (the keys are a trusted answer's few dozen URIs, looked up per location).
-    files: std::collections::HashMap<String, Referenced, rustc_hash::FxBuildHasher>,
+    files: std::collections::HashMap<String, usize, rustc_hash::FxBuildHasher>,
+    /// What `files` indexes, in the order first named. Servers list a file's locations
+    /// together: the last one named is compared before anything is hashed.
+    found: Vec<(String, Referenced)>,
 }
 
 /// A file a server's location names, as [`Locator`] found it.
 enum Referenced {
-    /// Inside the root, with its current text and, when known, where its lines start.
-    Inside(ResolvedPath, Rope, Option<Arc<position::LineStarts>>),
+    /// Inside the root: its workspace-relative path, its current text and, when known, where
+    /// its lines start.
+    Inside(Arc<str>, Rope, Option<Arc<position::LineStarts>>),
     /// Outside the root or unreadable: its path as shown (the URI when it is not a local path).
-    Outside(String),
+    Outside(Arc<str>),
 }
 
 impl<'e> Locator<'e> {
     pub(super) fn new(engine: &'e Engine, encoding: Encoding) -> Locator<'e> {
-        Locator { engine, encoding, resolver: engine.workspace().resolver(), files: Default::default() }
+        let resolver = engine.workspace().resolver();
+        Locator { engine, encoding, resolver, files: Default::default(), found: Vec::new() }
     }
 
     /// The file of `uri`: inside the root with its current text, or outside.
     fn file(&mut self, uri: &str) -> &Referenced {
-        if !self.files.contains_key(uri) {
-            let file = self.locate(uri);
-            self.files.insert(uri.to_owned(), file);
-        }
-        &self.files[uri]
+        let index = match self.found.last() {
+            Some((last, _)) if last == uri => self.found.len() - 1,
+            _ => match self.files.get(uri) {
+                Some(&index) => index,
+                None => {
+                    let file = self.locate(uri);
+                    self.files.insert(uri.to_owned(), self.found.len());
+                    self.found.push((uri.to_owned(), file));
+                    self.found.len() - 1
+                }
+            },
+        };
+        &self.found[index].1
     }
 
     fn locate(&mut self, uri: &str) -> Referenced {
         if let Ok((resolved, lstat)) = self.resolver.resolve_uri_str_with_lstat(uri) {
             let limit = self.engine.workspace().config().limits.max_file_bytes;
             if let Ok(source) = self.engine.documents().text_after_lstat(&resolved.id(), limit, lstat.as_ref()) {
-                return Referenced::Inside(resolved, source.text, source.lines);
+                return Referenced::Inside(resolved.relative.into(), source.text, source.lines);
             }
         }
         let path = Url::parse(uri).ok().and_then(|url| url.to_file_path().ok());
-        Referenced::Outside(path.map_or_else(|| uri.to_owned(), |p| p.display().to_string()))
+        Referenced::Outside(path.map_or_else(|| uri.into(), |p| p.display().to_string().into()))
     }
 
     /// A location in filepuff's units, and the file's text when it is inside the root.
@@ -792,7 +807,7 @@ impl<'e> Locator<'e> {
         let encoding = self.encoding;
         let position = |p: lsp_types::Position| position::Position { line: p.line, character: p.character };
         match self.file(uri) {
-            Referenced::Inside(resolved, text, lines) => {
+            Referenced::Inside(relative, text, lines) => {
                 let (start, end, line_text) = position::range_to_one_based_in(
                     text,
                     lines.as_deref(),
@@ -803,7 +818,7 @@ impl<'e> Locator<'e> {
                 );
                 (
                     LocationInfo {
-                        file: resolved.relative.clone(),
+                        file: relative.clone(),
                         line: start.line as usize,
                         column: start.column as usize,
                         end_line: end.line as usize,
@@ -1093,7 +1108,7 @@ fn workspace_diagnostics(engine: &Engine, limits: Limits) -> DiagnosticsOutput {
                     continue;
                 }
                 let span = (start.line, start.column, start.end_line, start.end_column);
-                out.push(DiagnosticInfo::from_lsp(d, Some(start.file.clone()), span));
+                out.push(DiagnosticInfo::from_lsp(d, Some(start.file.to_string()), span));
             }
         }
     }
@@ -1308,7 +1323,7 @@ mod tests {
                 files: files
                     .into_iter()
                     .map(|(file, outside_root, references)| FileReferences {
-                        file,
+                        file: file.into(),
                         outside_root,
                         references: references
                             .into_iter()
@@ -1432,7 +1447,7 @@ mod tests {
 
         let first = find_definition(&engine, params.clone()).unwrap();
         assert_eq!(
-            (first.definitions[0].location.file.as_str(), first.definitions[0].location.line),
+            (first.definitions[0].location.file.as_ref(), first.definitions[0].location.line),
             ("greet/greet.go", 15)
         );
         let pid = engine.backends().running()[0].pid.unwrap();
@@ -1495,7 +1510,7 @@ mod tests {
         };
         for _ in 0..2 {
             let location = answered.recv_timeout(WAIT).expect("an answer without a blocking wait").unwrap().unwrap();
-            assert_eq!((location.file.as_str(), location.line, location.column), ("main.go", 3, 6));
+            assert_eq!((&*location.file, location.line, location.column), ("main.go", 3, 6));
         }
         session.join().unwrap();
         assert_eq!(fake.starts(), 1);
@@ -1534,7 +1549,7 @@ mod tests {
         assert_eq!(output.symbol, "main");
         assert_eq!(output.hover.as_deref(), Some("func main()"));
         let definition = &output.definitions[0];
-        assert_eq!((definition.file.as_str(), definition.line, definition.column), ("main.go", 3, 6));
+        assert_eq!((&*definition.file, definition.line, definition.column), ("main.go", 3, 6));
         engine.backends().stop_all();
     }
 

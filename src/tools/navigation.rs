@@ -576,7 +576,7 @@ mod tests {
             detail: None,
             container: None,
             location: LocationInfo {
-                file: "a.go".to_owned(),
+                file: "a.go".into(),
                 line,
                 column: 1,
                 end_line: line,

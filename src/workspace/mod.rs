@@ -495,10 +495,21 @@ fn plain_file_uri_path(uri: &str) -> Option<&str> {
         kept
     };
     let path = uri.strip_prefix("file://").filter(|path| path.starts_with('/'))?;
-    if !path.bytes().all(|b| KEPT[usize::from(b)]) || path.split('/').any(|segment| segment == "." || segment == "..") {
-        return None;
+    // One pass: each byte looked up, each segment checked where it ends.
+    let bytes = path.as_bytes();
+    let mut segment = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        if !KEPT[usize::from(byte)] {
+            return None;
+        }
+        if byte == b'/' {
+            if matches!(&bytes[segment..at], b"." | b"..") {
+                return None;
+            }
+            segment = at + 1;
+        }
     }
-    Some(path)
+    (!matches!(&bytes[segment..], b"." | b"..")).then_some(path)
 }
 
 /// The scheme of `input` if it looks like a URI: `file:` anything, or `scheme://…`.

@@ -135,7 +135,7 @@ pub(super) fn references(
 
 fn location(file: &str, line: usize, column: usize, name: &str, text: &str) -> LocationInfo {
     LocationInfo {
-        file: file.to_owned(),
+        file: file.into(),
         line,
         column,
         end_line: line,
