@@ -403,7 +403,7 @@ impl Resolver<'_> {
         // Watched before the look, so that a change after it is heard.
         let remember = match self.real_dirs {
             Some(real_dirs) if learn && candidate == parent => {
-                real_dirs.watch(parent, parent == self.workspace.root).then_some(real_dirs)
+                real_dirs.watch(parent, parent == self.workspace.root).map(|watched| (real_dirs, watched))
             }
             _ => None,
         };
@@ -411,8 +411,8 @@ impl Resolver<'_> {
         match std::fs::symlink_metadata(&candidate) {
             Ok(metadata) if metadata.file_type().is_symlink() => (canonicalize_existing_prefix(&candidate), None),
             Ok(metadata) => {
-                if let Some(real_dirs) = remember {
-                    real_dirs.learn(&candidate, &metadata);
+                if let Some((real_dirs, watched)) = remember {
+                    real_dirs.learn(&candidate, &metadata, watched);
                 }
                 (candidate, Some(metadata))
             }

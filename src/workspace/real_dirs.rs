@@ -86,7 +86,16 @@ struct Inner {
     /// (at most [`MAX_KNOWN`]; emptied with everything else).
     unwatchable: HashSet<PathBuf, rustc_hash::FxBuildHasher>,
     buffer: Vec<u8>,
+    /// Counts the reads of the queue that found events. [`RealDirs::learn`] takes the count
+    /// [`RealDirs::watch`] saw: an event read by another batch between the watch and the
+    /// `lstat`'s result being learnt might be about that very entry.
+    generation: u64,
 }
+
+/// What [`RealDirs::watch`] hands [`RealDirs::learn`]: the queue's generation when the parent's
+/// watch was in place.
+#[derive(Debug, Clone, Copy)]
+pub struct Watched(u64);
 
 impl RealDirs {
     /// Reads the events queued since the last call and forgets the directories they touch.
@@ -105,24 +114,25 @@ impl RealDirs {
     }
 
     /// Watches `parent` (a workspace `root`, or a directory known real) before the `lstat` of
-    /// one of its entries, so that the entry can be remembered ([`RealDirs::learn`]). False
+    /// one of its entries, so that the entry can be remembered ([`RealDirs::learn`]). `None`
     /// when it cannot be: `parent` is neither, the limit is reached, or the watch failed.
-    pub fn watch(&self, parent: &Path, is_root: bool) -> bool {
+    pub fn watch(&self, parent: &Path, is_root: bool) -> Option<Watched> {
         let mut inner = self.inner.lock();
         if !is_root && !inner.known.contains(parent) {
-            return false;
+            return None;
         }
+        let watched = Some(Watched(inner.generation));
         if inner.watched.contains_key(parent) {
-            return true;
+            return watched;
         }
         if inner.watched.len() >= MAX_KNOWN || inner.unwatchable.contains(parent) {
-            return false;
+            return None;
         }
         let refuse = |inner: &mut Inner| {
             if inner.unwatchable.len() < MAX_KNOWN {
                 inner.unwatchable.insert(parent.to_path_buf());
             }
-            false
+            None
         };
         if is_root {
             // A root is trusted as canonical from when its workspace was opened; its
@@ -135,20 +145,30 @@ impl RealDirs {
         }
         let watches = inner.inotify.watches();
         let Ok(wd) = watches.clone().add(parent, mask()) else { return refuse(&mut inner) };
-        // A directory moved and reached again by its new name has the same watch.
-        if let Some(previous) = inner.watch_dirs.insert(wd.get_watch_descriptor_id(), parent.to_path_buf()) {
-            inner.forget(&previous);
+        let id = wd.get_watch_descriptor_id();
+        // A directory moved and reached again by its new name has the same watch: what was
+        // known by the old name goes, the watch stays.
+        if let Some(previous) = inner.watch_dirs.get(&id).cloned()
+            && previous != parent
+        {
+            inner.forget(&previous, Some(id));
         }
+        inner.watch_dirs.insert(id, parent.to_path_buf());
         inner.watched.insert(parent.to_path_buf(), wd);
-        true
+        watched
     }
 
     /// Remembers `dir` after its `lstat` (`metadata`) said it is a directory, when its parent
-    /// was watched first ([`RealDirs::watch`] said so) and its filesystem reports every change.
-    pub fn learn(&self, dir: &Path, metadata: &std::fs::Metadata) {
+    /// was watched first (`watched`, from [`RealDirs::watch`]), no event has been read since,
+    /// and its filesystem reports every change.
+    pub fn learn(&self, dir: &Path, metadata: &std::fs::Metadata, watched: Watched) {
         let mut inner = self.inner.lock();
         let Some(parent) = dir.parent() else { return };
-        if !metadata.is_dir() || !inner.watched.contains_key(parent) || inner.known.len() >= MAX_KNOWN {
+        if !metadata.is_dir()
+            || watched.0 != inner.generation
+            || !inner.watched.contains_key(parent)
+            || inner.known.len() >= MAX_KNOWN
+        {
             return;
         }
         if inner.reports_every_change(dir, metadata.dev()) {
@@ -168,6 +188,7 @@ impl Inner {
             unwatchable: HashSet::default(),
             // Room for many events a read (each is 16 bytes and a name up to NAME_MAX + 1).
             buffer: vec![0; 64 << 10],
+            generation: 0,
         }
     }
 
@@ -206,6 +227,7 @@ impl Inner {
                     if !any {
                         break;
                     }
+                    self.generation += 1;
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(err) => {
@@ -216,16 +238,17 @@ impl Inner {
             }
         }
         if everything {
+            self.generation += 1;
             self.forget_all();
             return;
         }
         for path in touched {
-            self.forget(&path);
+            self.forget(&path, None);
         }
     }
 
-    /// Forgets `path` and everything below it, and drops their watches.
-    fn forget(&mut self, path: &Path) {
+    /// Forgets `path` and everything below it, and drops their watches (but `keep`'s).
+    fn forget(&mut self, path: &Path, keep: Option<i32>) {
         let known = self.known.remove(path);
         let watched = self.watched.contains_key(path);
         // Made again: worth another try.
@@ -248,9 +271,12 @@ impl Inner {
             true
         });
         for wd in dropped {
-            self.watch_dirs.remove(&wd.get_watch_descriptor_id());
-            // Already gone when the directory was removed: nothing to do then.
-            let _ = watches.clone().remove(wd);
+            let id = wd.get_watch_descriptor_id();
+            self.watch_dirs.remove(&id);
+            if keep != Some(id) {
+                // Already gone when the directory was removed: nothing to do then.
+                let _ = watches.clone().remove(wd);
+            }
         }
     }
 
