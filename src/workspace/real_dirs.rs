@@ -317,6 +317,29 @@ fn filesystem_type(path: &Path) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// An `lstat` taken before a change whose event another batch read first is not learnt:
+    /// that batch forgot nothing (the entry was not known yet), so learning it would keep it
+    /// known after the change.
+    #[test]
+    fn an_entry_is_not_learnt_after_another_batch_read_an_event() {
+        let dirs = global().expect("an inotify instance");
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        let watched = dirs.watch(&root, true).expect("ext4 or tmpfs under the temp dir");
+        let before = std::fs::symlink_metadata(root.join("d")).unwrap();
+        std::fs::rename(root.join("d"), root.join("e")).unwrap();
+        std::os::unix::fs::symlink("e", root.join("d")).unwrap();
+        dirs.refresh();
+        dirs.learn(&root.join("d"), &before, watched);
+        assert!(!dirs.is_known(&root.join("d")));
+        // With no event in between, the same steps learn it.
+        let watched = dirs.watch(&root, true).unwrap();
+        let real = std::fs::symlink_metadata(root.join("e")).unwrap();
+        dirs.learn(&root.join("e"), &real, watched);
+        assert!(dirs.is_known(&root.join("e")));
+    }
+
     #[test]
     fn below_compares_whole_segments() {
         assert!(is_at_or_below(Path::new("/a/b"), Path::new("/a/b")));
