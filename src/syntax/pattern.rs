@@ -14,7 +14,7 @@ use std::ops::Range;
 use ast_grep_core::matcher::{PatternNode, kind_utils};
 use ast_grep_core::meta_var::MetaVariable;
 use ast_grep_core::tree_sitter::{LanguageExt, StrDoc};
-use ast_grep_core::{Node, Pattern};
+use ast_grep_core::{Language as _, Node, Pattern};
 use ast_grep_language::SupportLang;
 
 use super::{ParsedFile, grammar};
@@ -110,6 +110,13 @@ impl StructuralQuery {
             return Err(invalid(
                 "tree-sitter cannot parse the pattern as one node of the language; write it as complete code (for example a whole function header or statement)".to_owned(),
             ));
+        }
+        if let Some(missing) = missing_token(pattern, grammar) {
+            // ast-grep drops the token tree-sitter made up, and what is left (`func $NAME(`)
+            // matches far more than was written: every function.
+            return Err(invalid(format!(
+                "the pattern is incomplete: tree-sitter had to supply a missing `{missing}`; write it as complete code (for example a whole function header or statement)"
+            )));
         }
         let mut walk = PatternWalk::default();
         walk.visit(&compiled.node);
@@ -225,6 +232,17 @@ impl PatternWalk {
             }
         }
     }
+}
+
+/// The first closing bracket tree-sitter had to insert (a MISSING `)`, `]` or `}`) to parse
+/// `pattern`, with its metavariables spelt as ast-grep spells them for `grammar` (`$` is `µ` in
+/// Go, for example): a pattern left open. Other missing tokens are not counted: a metavariable
+/// standing for statements (`{ $$$ }` in C) parses as an expression missing its `;`.
+fn missing_token(pattern: &str, grammar: SupportLang) -> Option<String> {
+    let source = grammar.pre_process_pattern(pattern);
+    let root = grammar.ast_grep(source);
+    let missing = root.root().dfs().find(|node| node.is_missing() && matches!(&*node.kind(), ")" | "]" | "}"))?;
+    Some(missing.kind().into_owned())
 }
 
 /// A token worth scanning for: at least two characters, identifier characters only (keywords,
@@ -370,6 +388,20 @@ mod tests {
     fn invalid_patterns_and_kinds_are_typed() {
         assert!(matches!(StructuralQuery::new("", Language::Go), Err(QueryError::InvalidPattern { .. })));
         assert!(matches!(StructuralQuery::new("$$$A", Language::Go), Err(QueryError::InvalidPattern { .. })));
+        // Left open: ast-grep would drop the missing `)` and match every function.
+        for (open, language) in
+            [("func $NAME(", Language::Go), ("def $F($$$A", Language::Python), ("foo($A, [$B", Language::JavaScript)]
+        {
+            let err = StructuralQuery::new(open, language).unwrap_err();
+            assert!(matches!(err, QueryError::InvalidPattern { .. }), "{open}: {err}");
+            // Parsed without an ERROR node: refused for the bracket tree-sitter made up.
+            if language == Language::Go {
+                assert!(err.to_string().contains("missing `)`"), "{open}: {err}");
+            }
+        }
+        for complete in ["func $NAME($$$ARGS) error", "func $N($$$A) { $$$B }", "if $C { $$$ }"] {
+            StructuralQuery::new(complete, Language::Go).unwrap_or_else(|err| panic!("{complete}: {err}"));
+        }
         assert!(matches!(StructuralQuery::new("x", Language::Toml), Err(QueryError::UnknownLanguage { .. })));
         check_kind(Language::Go, "function_declaration").unwrap();
         match check_kind(Language::Go, "function_decl") {
