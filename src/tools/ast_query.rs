@@ -297,7 +297,19 @@ fn query_error(err: QueryError) -> ToolError {
     }
 }
 
-/// Readable text: `file:line:col kind name` and the first line of each match, then totals.
+/// A capture's first line, and `… (+N lines)` when it has more: the text view shows one line
+/// of each capture and must not pass a three-statement body off as one statement.
+fn first_line_marked(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    match lines.count() {
+        0 => first.to_owned(),
+        more => format!("{first} … (+{more} line{})", if more == 1 { "" } else { "s" }),
+    }
+}
+
+/// Readable text: `file:line:col kind name` and the first line of each match (its captures'
+/// first lines, marked when they have more), then totals.
 pub fn render_text(output: &AstQueryOutput) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -312,11 +324,11 @@ pub fn render_text(output: &AstQueryOutput) -> String {
         let _ = writeln!(out, "    {first}");
         for (capture, value) in &m.captures {
             if capture != "NAME" {
-                let _ = writeln!(out, "    ${capture} = {}", value.text.lines().next().unwrap_or_default());
+                let _ = writeln!(out, "    ${capture} = {}", first_line_marked(&value.text));
             }
         }
         for (capture, values) in &m.multi_captures {
-            let texts: Vec<&str> = values.iter().map(|v| v.text.lines().next().unwrap_or_default()).collect();
+            let texts: Vec<String> = values.iter().map(|v| first_line_marked(&v.text)).collect();
             let _ = writeln!(out, "    $$${capture} = [{}]", texts.join(", "));
         }
     }
@@ -333,4 +345,17 @@ pub fn render_text(output: &AstQueryOutput) -> String {
         let _ = writeln!(out, "note: {note}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_line_marked;
+
+    #[test]
+    fn a_capture_of_several_lines_says_so() {
+        assert_eq!(first_line_marked("x := 1"), "x := 1");
+        assert_eq!(first_line_marked("x := 1\nreturn x"), "x := 1 … (+1 line)");
+        assert_eq!(first_line_marked("a\nb\nc\n"), "a … (+2 lines)");
+        assert_eq!(first_line_marked(""), "");
+    }
 }
