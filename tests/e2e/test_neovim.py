@@ -602,6 +602,15 @@ def test_agent_sees_neovims_focus_cursor_and_selection(harness, tmp_path, offere
     assert state["open_documents"][0]["path"] == "main.go"
     agent.wait_updated("filepuff://editor", updates)
 
+    # An edit that leaves the cursor where it was (a line appended): the report follows the
+    # document's version, so an agent never sees a focus older than the text.
+    focus = nvim.step("focus")
+    version = focus["last"]["textDocument"]["version"]
+    nvim.step("set_lines", first=-1, last=-1, lines=["// appended; the cursor stays"])
+    last = wait_focus(nvim, focus["sent"], lambda last: last["textDocument"]["version"] > version)
+    wait_state(agent, lambda s: s.get("focus", {}).get("version") == last["textDocument"]["version"],
+               "the focus after an edit")
+
     # Visual mode from 😀 to 日本語 (inclusive, as Neovim selects): the end is exclusive for agents.
     smile, cjk_end = line.index("😀"), line.index("語")
     sent = nvim.step("cursor", line=row + 1, col=len(line[:smile].encode()), visual="v",

@@ -68,6 +68,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeActiveTextEditor(changed),
     vscode.window.onDidChangeTextEditorSelection(changed),
     vscode.window.onDidChangeTextEditorVisibleRanges(changed),
+    // An edit that leaves the cursor where it was still changes the focus's version.
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.document === vscode.window.activeTextEditor?.document) changed();
+    }),
   );
   await startClient();
 }

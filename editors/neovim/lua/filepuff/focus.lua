@@ -1,6 +1,6 @@
 -- What the person is looking at, for agents: sends `filepuff/editorFocus` (docs/lsp.md) to the
--- filepuff clients, debounced, when the focused buffer, its cursor, its selection or the
--- window's scroll position change. Positions are LSP positions in the client's negotiated
+-- filepuff clients, debounced, when the focused buffer, its cursor, its selection, its text or
+-- the window's scroll position change. Positions are LSP positions in the client's negotiated
 -- encoding (0-based lines; the selection's end and the visible range's end are exclusive).
 
 local M = {}
@@ -109,10 +109,14 @@ function M.schedule()
   timer:start(M.debounce_ms, 0, vim.schedule_wrap(M.report_now))
 end
 
---- Reports on focus, cursor, selection and scroll changes (and when a client attaches).
+--- Reports on focus, cursor, selection, scroll and text changes (and when a client attaches):
+--- an edit that leaves the cursor where it was still changes the version and the visible range.
 function M.setup()
   local group = vim.api.nvim_create_augroup("filepuff_focus", { clear = true })
-  local events = { "BufEnter", "WinEnter", "CursorMoved", "CursorMovedI", "FocusGained", "ModeChanged", "WinScrolled", "LspAttach" }
+  local events = {
+    "BufEnter", "WinEnter", "CursorMoved", "CursorMovedI", "FocusGained", "ModeChanged", "WinScrolled",
+    "TextChanged", "TextChangedI", "LspAttach",
+  }
   for _, event in ipairs(events) do
     -- Older Neovims lack some events (ModeChanged: 0.7; LspAttach: 0.8): skip those.
     pcall(vim.api.nvim_create_autocmd, event, { group = group, callback = function() M.schedule() end })
