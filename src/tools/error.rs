@@ -417,7 +417,7 @@ impl From<SearchError> for ToolError {
             SearchError::InvalidRegex { pattern, message: detail } => ToolError::new(
                 ErrorCode::SearchInvalidRegex,
                 message,
-                "Fix the regular expression (Rust regex syntax, like ripgrep's), or pass regex=false to search for the text literally.",
+                "Fix the regular expression (Rust regex syntax, like ripgrep's), or search for the text literally (regex=false; -F in the CLI).",
             )
             .with("pattern", pattern)
             .with("detail", detail),
