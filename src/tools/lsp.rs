@@ -747,10 +747,10 @@ pub(super) struct Locator<'e> {
     resolver: crate::workspace::Resolver<'e>,
     /// Each referenced file (by the server's URI string), resolved and read once per answer;
     /// hashed cheaply (the keys are a trusted answer's few dozen URIs, looked up per location).
-    files: std::collections::HashMap<String, usize, rustc_hash::FxBuildHasher>,
-    /// What `files` indexes, in the order first named. Servers list a file's locations
-    /// together: the last one named is compared before anything is hashed.
-    found: Vec<(String, Referenced)>,
+    files: std::collections::HashMap<Arc<str>, usize, rustc_hash::FxBuildHasher>,
+    /// What `files` indexes (its key shared), in the order first named. Servers list a file's
+    /// locations together: the last one named is compared before anything is hashed.
+    found: Vec<(Arc<str>, Referenced)>,
 }
 
 /// A file a server's location names, as [`Locator`] found it.
@@ -771,13 +771,14 @@ impl<'e> Locator<'e> {
     /// The file of `uri`: inside the root with its current text, or outside.
     fn file(&mut self, uri: &str) -> &Referenced {
         let index = match self.found.last() {
-            Some((last, _)) if last == uri => self.found.len() - 1,
+            Some((last, _)) if **last == *uri => self.found.len() - 1,
             _ => match self.files.get(uri) {
                 Some(&index) => index,
                 None => {
                     let file = self.locate(uri);
-                    self.files.insert(uri.to_owned(), self.found.len());
-                    self.found.push((uri.to_owned(), file));
+                    let key: Arc<str> = uri.into();
+                    self.files.insert(key.clone(), self.found.len());
+                    self.found.push((key, file));
                     self.found.len() - 1
                 }
             },
